@@ -1,0 +1,143 @@
+// Catalog: the SQLite index of a pack set (.packfs-catalog.sqlite), written once, read lazily.
+//
+// Schema (version in table meta, key 'schema_version'):
+//   meta(key TEXT PRIMARY KEY, value TEXT)
+//   shards(id INTEGER PRIMARY KEY, name TEXT UNIQUE, size, mtime_ns, fingerprint, member_count)
+//   nodes(id INTEGER PRIMARY KEY, parent, name, type, first_child, child_count,
+//         shard, local_header_offset, data_offset, size, crc32, mode, mtime) + UNIQUE(parent, name)
+//   problems(shard, message)       -- members refused while indexing, reported at open
+// Node ids are assigned breadth-first with the children of each directory in byte order of their
+// names, so a directory's children hold the consecutive ids [first_child, first_child+child_count):
+// listing is a primary-key range scan and a readdir offset is an index into that range. The root is
+// id 1 (FUSE_ROOT_ID). Ids are stable for a given catalog file.
+// Shard names are file names inside the pack directory (no absolute paths), so a copied folder keeps
+// a valid catalog.
+//
+// Thread-safety: a Catalog is safe for concurrent use. Each calling thread borrows a read-only
+// connection with its prepared statements from an internal pool (grown on demand, never shrunk).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "core/zip_reader.h"
+
+namespace packfs {
+
+inline constexpr int kCatalogSchemaVersion = 1;
+inline constexpr const char* kCatalogFileName = ".packfs-catalog.sqlite";
+inline constexpr uint64_t kRootId = 1;
+
+struct ShardInfo {
+  uint32_t id = 0;        // index in the catalog's shard list (0-based, name order)
+  std::string name;       // file name inside the pack directory, e.g. "pack-0003.zip"
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  uint64_t fingerprint = 0;
+  uint64_t member_count = 0;
+};
+
+enum class NodeType : uint8_t { kDirectory = 0, kFile = 1 };
+
+struct Node {
+  uint64_t id = 0;
+  uint64_t parent = 0;     // the root's parent is itself
+  std::string name;        // last path component; "" for the root
+  NodeType type = NodeType::kDirectory;
+  // Directories.
+  uint64_t first_child = 0;
+  uint64_t child_count = 0;
+  // Files.
+  uint32_t shard = 0;
+  uint64_t local_header_offset = 0;
+  uint64_t data_offset = 0;
+  uint64_t size = 0;
+  uint32_t crc32 = 0;
+  uint32_t mode = 0;       // st_mode from the zip (0: none recorded)
+  int64_t mtime = 0;       // seconds since the epoch
+
+  bool is_dir() const { return type == NodeType::kDirectory; }
+};
+
+struct CatalogTotals {
+  uint64_t files = 0;
+  uint64_t directories = 0;  // including the root
+  uint64_t bytes = 0;        // sum of file sizes
+};
+
+// One shard's indexed content, the input of a catalog.
+struct ShardContent {
+  ShardInfo info;   // id is assigned by BuildNodes from the order of the vector
+  ZipIndex index;
+};
+
+// The flattened tree of a pack set, ready to be written or served from memory.
+struct CatalogData {
+  std::vector<ShardInfo> shards;
+  std::vector<Node> nodes;            // nodes[i].id == i + 1; nodes[0] is the root
+  std::vector<std::string> problems;  // carried from the shard indexes
+  CatalogTotals totals;
+};
+
+// Builds the tree of all members of `shards` (ids assigned as described above).
+// Fails with InvalidArgument/Corruption naming both places when a key is in two shards or when a
+// key is both a file and a directory prefix of another key ("a" and "a/b").
+Result<CatalogData> BuildNodes(std::vector<ShardContent> shards);
+
+// Writes `data` to `path` atomically: a temporary file beside it, fsync, then rename.
+Status WriteCatalog(const std::string& path, const CatalogData& data);
+
+class Catalog {
+ public:
+  // Opens an existing catalog file read-only. Checks the schema version; a damaged or foreign
+  // file fails with Corruption naming the path and suggesting `mkpack catalog DIR`.
+  static Result<std::unique_ptr<Catalog>> Open(const std::string& path);
+  // A catalog served from an in-memory SQLite database (no file), e.g. for --catalog none.
+  static Result<std::unique_ptr<Catalog>> FromData(const CatalogData& data);
+
+  ~Catalog();
+  Catalog(const Catalog&) = delete;
+  Catalog& operator=(const Catalog&) = delete;
+
+  const std::vector<ShardInfo>& shards() const { return shards_; }
+  const CatalogTotals& totals() const { return totals_; }
+  const std::vector<std::string>& problems() const { return problems_; }
+
+  // The node with this id, or nullopt.
+  Result<std::optional<Node>> Get(uint64_t id) const;
+  // The child `name` of directory `parent`, or nullopt.
+  Result<std::optional<Node>> Lookup(uint64_t parent, std::string_view name) const;
+  // Children of directory `dir` at positions [offset, offset + limit) in name order.
+  Status List(const Node& dir, uint64_t offset, size_t limit, std::vector<Node>* out) const;
+  // The node of a key ("a/b/c.jpg"; "" is the root), or nullopt.
+  Result<std::optional<Node>> Find(std::string_view key) const;
+  // Full key of a node (walks parents).
+  Result<std::string> KeyOf(const Node& node) const;
+  // Calls fn(key, node) for every file, in id order. Stops early and returns fn's error if any.
+  Status ForEachFile(const std::function<Status(const std::string& key, const Node&)>& fn) const;
+
+ private:
+  class Connection;
+  class Lease;
+  Catalog() = default;
+  Lease Borrow() const;
+  Status LoadHeader();
+
+  std::string uri_;  // what each pooled connection opens
+  std::vector<ShardInfo> shards_;
+  CatalogTotals totals_;
+  std::vector<std::string> problems_;
+  // Keeps an in-memory database alive while the catalog exists (FromData only).
+  std::unique_ptr<Connection> keeper_;
+  mutable std::mutex pool_mu_;
+  mutable std::vector<std::unique_ptr<Connection>> pool_;
+};
+
+}  // namespace packfs

@@ -1,0 +1,98 @@
+// PackSet: an opened pack directory — its catalog (from .packfs-catalog.sqlite or indexed at open)
+// and its shards, opened lazily under an fd limit. This is the FUSE-free filesystem core that
+// `packfs` and `mkpack` both serve from.
+//
+// Thread-safety: all const methods are safe for concurrent use. Shard files are opened on first
+// use through a bounded pool (least recently used fds are closed and reopened later; a reader's
+// lease keeps its fd open until the read ends). Before a shard's first use its size and mtime are
+// compared with the catalog (a mismatch falls back to comparing the central-directory
+// fingerprint); before a member's first read its local header is checked once. A mismatch fails
+// that read with EIO and a message naming shard and member, never another member's bytes.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/catalog.h"
+#include "core/shard_source.h"
+#include "core/status.h"
+
+namespace packfs {
+
+struct PackSetOptions {
+  enum class CatalogUse {
+    kAuto,     // use the catalog file when present and fresh; otherwise index the shards in memory
+    kRequire,  // fail when the catalog is missing or stale (message says how to refresh)
+    kNone,     // ignore any catalog file; index the shards at open, in parallel
+  };
+  CatalogUse catalog_use = CatalogUse::kAuto;
+  std::string catalog_path;  // default: <dir>/.packfs-catalog.sqlite
+  // Prefix of shard paths in blob references ("media" gives zip://k::media/pack-0000.zip).
+  // Default: the pack directory's base name (the dataset root is its parent).
+  std::string ref_prefix;
+  int index_threads = 0;      // 0: one per core
+  size_t max_open_shards = 0; // 0: derived from RLIMIT_NOFILE
+};
+
+// A shard opened for reading; keeps its fd open while held.
+using ShardLease = std::shared_ptr<const FileShardSource>;
+
+class PackSet {
+ public:
+  // Opens the pack directory `dir`. Warnings (members refused while indexing, a stale catalog that
+  // was replaced by in-memory indexing) are collected in warnings(); hard errors (no shards, a key
+  // in two shards, a broken shard) fail the open with a message naming the file.
+  static Result<std::unique_ptr<PackSet>> Open(const std::string& dir, const PackSetOptions& opts);
+
+  const std::string& dir() const { return dir_; }
+  const Catalog& catalog() const { return *catalog_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  bool using_catalog_file() const { return using_catalog_file_; }
+
+  // "media/pack-0003.zip": the shard path relative to the dataset root, as used in references.
+  std::string ShardRefPath(uint32_t shard) const;
+  // Absolute-or-relative filesystem path of the shard file (dir + "/" + name).
+  std::string ShardFilePath(uint32_t shard) const;
+  // Blob reference of a file node.
+  std::string Ref(const std::string& key, const Node& file) const;
+
+  // Opens (or reuses) the shard, validating it against the catalog on first use.
+  Result<ShardLease> OpenShard(uint32_t shard) const;
+
+  // Reads file bytes [offset, offset + buf.size()) clipped to the member's size; returns the count.
+  // Checks the member's local header before its first read.
+  Result<size_t> Read(const Node& file, uint64_t offset, std::span<uint8_t> buf) const;
+
+  // Checks the local header of `file` once (cached per node id). Returns OK when valid.
+  Status CheckMember(const Node& file) const;
+
+  ~PackSet();
+
+ private:
+  PackSet() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string dir_;
+  std::unique_ptr<Catalog> catalog_;
+  std::vector<std::string> warnings_;
+  bool using_catalog_file_ = false;
+};
+
+// Lists the shard files of a pack directory in index order ("pack-0000.zip", ...). Other files are
+// ignored. Fails when `dir` is not a readable directory.
+Result<std::vector<std::string>> ListShardFiles(const std::string& dir);
+
+// Indexes every shard of `dir` (in parallel) into CatalogData. Shards whose name, size and mtime
+// match `reuse` (a previous catalog, may be null) are taken from it without reading them.
+struct IndexReport {
+  uint64_t shards_indexed = 0;
+  uint64_t shards_reused = 0;
+};
+Result<CatalogData> IndexPackDir(const std::string& dir, const Catalog* reuse, int threads,
+                                 IndexReport* report);
+
+}  // namespace packfs

@@ -1,0 +1,19 @@
+// mkpack: writes, checks, lists, unpacks and resolves packfs pack sets.
+#include <cstdio>
+
+#include "mkpack/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"mkpack: write and check packfs pack sets (STORED zip shards + SQLite catalog)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("mkpack ") + PACKFS_VERSION + " (" + PACKFS_GIT_REV + ")");
+  int exit_code = packfs::mkpack::kExitOk;
+  // Subcommands register here as they land.
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : packfs::mkpack::kExitError;
+  }
+  return exit_code;
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what packfs needs to build and test, with apt-get. Idempotent: quiet when all present.
+# Usage: scripts/install-deps.sh [--bench]   (--bench adds the benchmark contenders and tools)
+set -euo pipefail
+
+pkgs=(g++ clang libclang-rt-14-dev cmake ninja-build pkg-config git
+      libfuse3-dev fuse3 libsqlite3-dev sqlite3 libxxhash-dev libcli11-dev libgtest-dev
+      libdeflate-dev zlib1g-dev
+      unzip zip python3 ffmpeg attr tar coreutils util-linux)
+if [[ "${1:-}" == "--bench" ]]; then
+  pkgs+=(fio fuse-zip archivemount squashfs-tools squashfuse gnuplot-nox hyperfine time)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+if [[ $(id -u) -ne 0 ]]; then
+  SUDO=sudo
+else
+  SUDO=
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

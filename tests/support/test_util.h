@@ -1,0 +1,51 @@
+// Shared helpers for packfs tests: temporary directories, running programs, file I/O, hashing.
+// Not thread-safe unless stated; each test owns its TempDir.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace packfs::testing {
+
+// Absolute path of ../shared/fixtures (read-only).
+std::string FixturesDir();
+// Directory holding the built programs (mkpack, packfs).
+std::string BinaryDir();
+std::string MkpackPath();
+std::string PackfsPath();
+
+// A fresh directory under $TMPDIR (or /tmp), removed recursively on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
+
+ private:
+  std::string path_;
+};
+
+struct RunResult {
+  int exit_code = -1;  // -1 when killed by a signal
+  std::string out;     // stdout
+  std::string err;     // stderr
+};
+// Runs argv (no shell), capturing stdout and stderr; optional stdin text.
+RunResult Run(const std::vector<std::string>& argv, const std::string& stdin_text = "");
+// Runs a shell command line with /bin/sh -c.
+RunResult Sh(const std::string& command);
+
+std::string ReadFile(const std::string& path);
+void WriteFile(const std::string& path, const std::string& content);  // creates parent dirs
+std::vector<uint8_t> ReadBytes(const std::string& path);
+// Lowercase hex SHA-256 of a file's contents (via `sha256sum`).
+std::string Sha256File(const std::string& path);
+// Deterministic pseudo-random bytes.
+std::string RandomBytes(size_t n, uint64_t seed);
+bool HasCommand(const std::string& name);
+
+}  // namespace packfs::testing
