@@ -96,3 +96,23 @@ Result<CatalogData> IndexPackDir(const std::string& dir, const Catalog* reuse, i
                                  IndexReport* report);
 
 }  // namespace packfs
+
+namespace packfs {
+
+// `mkpack catalog DIR`: builds or refreshes <dir>/.packfs-catalog.sqlite. Shards unchanged since
+// the existing catalog (same name, size and mtime) are reused without reading them; new or changed
+// shards are indexed; removed shards are dropped. Written atomically (temp file + rename).
+struct CatalogBuildResult {
+  IndexReport report;
+  CatalogTotals totals;
+  uint64_t shard_count = 0;
+  std::vector<std::string> problems;  // members refused while indexing
+};
+Result<CatalogBuildResult> RefreshCatalog(const std::string& dir, int threads);
+
+// `mkpack catalog --check DIR`: compares the catalog with the shards (names, sizes, and every
+// shard's central-directory fingerprint) and writes nothing. Each difference is one message
+// naming the shard; an empty list means the catalog is current.
+Result<std::vector<std::string>> CheckCatalog(const std::string& dir);
+
+}  // namespace packfs
