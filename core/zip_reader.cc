@@ -218,8 +218,11 @@ std::string CentralProblem(const CentralEntry& e, const ZipEnd& end) {
 }
 
 // Checks the local header against the central entry; fills data_offset on success.
+// Extents are checked before sizes so that a member reaching into its neighbour is reported
+// as an overlap, the more useful diagnosis. `headers` holds every local header offset, sorted.
 std::string LocalProblem(const ShardSource& src, const CentralEntry& e, const ZipEnd& end,
-                         uint64_t local_abs, uint64_t* data_offset) {
+                         const std::vector<uint64_t>& headers, uint64_t local_abs,
+                         uint64_t* data_offset) {
   Result<LocalHeader> lh = ReadLocal(src, local_abs, e.name.size());
   if (!lh.ok()) return "has a bad local header: " + lh.status().message() + "; " + kRepack;
   const LocalHeader& h = *lh;
@@ -239,16 +242,22 @@ std::string LocalProblem(const ShardSource& src, const CentralEntry& e, const Zi
     return "has a malformed local extra field, so its data offset cannot be trusted: " +
            std::string(kRepack);
   }
+  if (h.data_offset > end.cd_offset || e.size > end.cd_offset - h.data_offset) {
+    return "has data (" + std::to_string(e.size) + " bytes at offset " +
+           std::to_string(h.data_offset) +
+           ") that runs into the central directory or past the end of the file: " + kRepack;
+  }
+  auto next = std::upper_bound(headers.begin(), headers.end(), local_abs);
+  if (next != headers.end() && h.data_offset + e.size > *next) {
+    return "overlaps the member whose local header is at offset " + std::to_string(*next) +
+           " (its data would end at " + std::to_string(h.data_offset + e.size) +
+           "); refusing it so it never returns another member's bytes: " + kRepack;
+  }
   const bool descriptor = ((h.flags | e.flags) & kFlagDataDescriptor) != 0;
   if (!descriptor && h.sizes_known &&
       (h.size != e.size || h.compressed_size != e.compressed_size || h.crc32 != e.crc32)) {
     return "has local sizes/CRC (" + std::to_string(h.size) + " bytes) that disagree with the "
            "central directory (" + std::to_string(e.size) + " bytes): " + kRepack;
-  }
-  if (h.data_offset > end.cd_offset || e.size > end.cd_offset - h.data_offset) {
-    return "has data (" + std::to_string(e.size) + " bytes at offset " +
-           std::to_string(h.data_offset) +
-           ") that runs into the central directory or past the end of the file: " + kRepack;
   }
   if (descriptor) {
     Result<bool> dd = DataDescriptorMatches(src, h.data_offset + e.size, end.cd_offset, e.crc32,
@@ -296,15 +305,7 @@ Result<ZipIndex> ReadZipIndex(const ShardSource& src) {
     std::string problem = CentralProblem(e, end);
     const uint64_t local_abs = end.archive_start + e.local_offset;
     uint64_t data_offset = 0;
-    if (problem.empty()) problem = LocalProblem(src, e, end, local_abs, &data_offset);
-    if (problem.empty()) {
-      auto next = std::upper_bound(headers.begin(), headers.end(), local_abs);
-      if (next != headers.end() && data_offset + e.size > *next) {
-        problem = "overlaps the member whose local header is at offset " + std::to_string(*next) +
-                  " (its data would end at " + std::to_string(data_offset + e.size) +
-                  "); refusing it so it never returns another member's bytes: " + kRepack;
-      }
-    }
+    if (problem.empty()) problem = LocalProblem(src, e, end, headers, local_abs, &data_offset);
     if (!problem.empty()) {
       index.problems.push_back(MemberMessage(src, e.name, problem));
       continue;
