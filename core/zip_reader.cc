@@ -28,6 +28,7 @@ using namespace packfs::zip;
 
 constexpr const char* kRepack = "repack it with `mkpack pack`";
 
+
 struct CentralEntry {
   std::string_view name;  // points into the central directory buffer
   uint16_t made_by = 0, flags = 0, method = 0, dos_time = 0, dos_date = 0;
@@ -259,13 +260,31 @@ std::string LocalProblem(const ShardSource& src, const CentralEntry& e, const Zi
     return "has local sizes/CRC (" + std::to_string(h.size) + " bytes) that disagree with the "
            "central directory (" + std::to_string(e.size) + " bytes): " + kRepack;
   }
+  if (!h.sizes_known) {
+    return "has local sizes marked as ZIP64 (0xFFFFFFFF) but no ZIP64 extra field; the archive "
+           "is damaged: " + std::string(kRepack);
+  }
+  size_t descriptor_len = 0;
   if (descriptor) {
-    Result<bool> dd = DataDescriptorMatches(src, h.data_offset + e.size, end.cd_offset, e.crc32,
-                                            e.size);
-    if (!dd.ok()) return dd.status().message();
-    if (!*dd) {
+    Result<size_t> len =
+        DataDescriptorLength(src, h.data_offset + e.size, end.cd_offset, e.crc32, e.size);
+    if (!len.ok()) return len.status().message();
+    descriptor_len = *len;
+    if (descriptor_len == 0) {
       return "uses a data descriptor that is missing or disagrees with the central directory "
              "(crc/size); the archive is damaged: " + std::string(kRepack);
+    }
+  }
+  // Writers pack members back to back, so the member (and its descriptor) ends exactly where the
+  // next local header or the central directory starts. When it does not, a damaged length may
+  // have shifted the data offset: only a CRC over the data can then vouch for the bytes.
+  const uint64_t boundary = next != headers.end() ? *next : end.cd_offset;
+  if (h.data_offset + e.size + descriptor_len != boundary) {
+    Result<uint32_t> crc = CrcOfRange(src, h.data_offset, e.size);
+    if (!crc.ok()) return crc.status().message();
+    if (*crc != e.crc32) {
+      return "has data whose CRC-32 does not match the central directory (its headers are "
+             "damaged or the data changed): " + std::string(kRepack);
     }
   }
   *data_offset = h.data_offset;
