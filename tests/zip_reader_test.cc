@@ -247,6 +247,30 @@ TEST(ZipReaderTest, LocalExtraLongerThanCentralExtra) {
   EXPECT_EQ(idx.members[0].data_offset, 30u + 5u + 604u);
 }
 
+TEST(ZipReaderTest, GapsBetweenMembersAreAcceptedWhenTheCrcMatches) {
+  auto a = E("a.bin", "alpha");
+  a.gap_after = "unreferenced";
+  auto b = E("b.bin", "bravo");
+  b.data_descriptor = true;
+  b.gap_after = "more gap";
+  ExpectClean({a, b, E("c.bin", "charlie")});
+}
+
+TEST(ZipReaderTest, ShiftedDataOffsetBeforeAGapIsCaughtByCrc) {
+  auto a = E("a.bin", "alpha");
+  a.local_extra = std::string("\x35\xD9\x04\x00\x04\x00\x00\x00", 8);
+  a.gap_after = "gap";
+  BuiltZip z = BuildZip({a, E("b.bin", "bravo")});
+  z.bytes[28] = 0;  // local extra length 8 -> 0: the data offset moves 8 bytes earlier
+  auto src = Source(z);
+  auto idx = ReadZipIndex(*src);
+  ASSERT_TRUE(idx.ok()) << idx.status().ToString();
+  ASSERT_EQ(idx->problems.size(), 1u);
+  EXPECT_NE(idx->problems[0].find("CRC-32"), std::string::npos) << idx->problems[0];
+  ASSERT_EQ(idx->members.size(), 1u);
+  EXPECT_EQ(idx->members[0].name, "b.bin");
+}
+
 TEST(ZipReaderTest, CompressedMembersAreRefusedByMethodName) {
   const std::vector<std::pair<uint16_t, std::string>> methods = {
       {8, "deflate"}, {12, "bzip2"}, {14, "lzma"}, {93, "zstd"}, {95, "xz"}};

@@ -86,6 +86,7 @@ BuiltZip BuildZip(const std::vector<ZipBuilderEntry>& entries, const ZipBuilderO
         w.U32(static_cast<uint32_t>(e.data.size()));
       }
     }
+    w.Bytes(e.gap_after);
   }
 
   const uint64_t cd_start = b.size();

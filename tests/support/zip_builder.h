@@ -23,6 +23,7 @@ struct ZipBuilderEntry {
   bool zip64_local = false;       // local sizes masked, values in a ZIP64 extra
   std::string local_extra;        // raw extra records appended to the local header's extra
   std::string central_extra;      // raw extra records appended to the central entry's extra
+  std::string gap_after;          // unreferenced bytes after the data (and descriptor)
   uint16_t version_made_by = 0x031E;  // Unix, 3.0
   uint32_t external_attr = 0100644u << 16;
   uint16_t dos_time = 0x6000;     // 12:00:00
