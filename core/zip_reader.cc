@@ -122,7 +122,9 @@ struct Directory {
 Result<Directory> ReadCentral(const ShardSource& src, const ZipEnd& end) {
   Directory dir;
   dir.bytes.resize(static_cast<size_t>(end.cd_size));
-  PACKFS_RETURN_IF_ERROR(ReadExactly(src, end.cd_offset, dir.bytes, "the central directory"));
+  if (!dir.bytes.empty()) {
+    PACKFS_RETURN_IF_ERROR(ReadExactly(src, end.cd_offset, dir.bytes, "the central directory"));
+  }
   dir.entries.reserve(static_cast<size_t>(end.entries));  // bounded by cd_size / 46 (FindZipEnd)
   ByteReader r(dir.bytes);
   for (uint64_t i = 0; i < end.entries; ++i) {
@@ -223,8 +225,15 @@ std::string CentralProblem(const CentralEntry& e, const ZipEnd& end) {
 // as an overlap, the more useful diagnosis. `headers` holds every local header offset, sorted.
 std::string LocalProblem(const ShardSource& src, const CentralEntry& e, const ZipEnd& end,
                          const std::vector<uint64_t>& headers, uint64_t local_abs,
-                         uint64_t* data_offset) {
+                         uint64_t* data_offset, Status* io_error) {
+  // A failed read (EIO, a vanished network object) is not this member's fault: it fails the
+  // shard through *io_error instead of quietly refusing the member.
+  auto read_failed = [&](const Status& st) {
+    if (st.code() != Code::kCorruption) *io_error = st;
+    return "could not be checked: " + st.message();
+  };
   Result<LocalHeader> lh = ReadLocal(src, local_abs, e.name.size());
+  if (!lh.ok() && lh.status().code() != Code::kCorruption) return read_failed(lh.status());
   if (!lh.ok()) return "has a bad local header: " + lh.status().message() + "; " + kRepack;
   const LocalHeader& h = *lh;
   if (h.name != e.name) {
@@ -268,7 +277,7 @@ std::string LocalProblem(const ShardSource& src, const CentralEntry& e, const Zi
   if (descriptor) {
     Result<size_t> len =
         DataDescriptorLength(src, h.data_offset + e.size, end.cd_offset, e.crc32, e.size);
-    if (!len.ok()) return len.status().message();
+    if (!len.ok()) return read_failed(len.status());
     descriptor_len = *len;
     if (descriptor_len == 0) {
       return "uses a data descriptor that is missing or disagrees with the central directory "
@@ -281,7 +290,7 @@ std::string LocalProblem(const ShardSource& src, const CentralEntry& e, const Zi
   const uint64_t boundary = next != headers.end() ? *next : end.cd_offset;
   if (h.data_offset + e.size + descriptor_len != boundary) {
     Result<uint32_t> crc = CrcOfRange(src, h.data_offset, e.size);
-    if (!crc.ok()) return crc.status().message();
+    if (!crc.ok()) return read_failed(crc.status());
     if (*crc != e.crc32) {
       return "has data whose CRC-32 does not match the central directory (its headers are "
              "damaged or the data changed): " + std::string(kRepack);
@@ -324,7 +333,11 @@ Result<ZipIndex> ReadZipIndex(const ShardSource& src) {
     std::string problem = CentralProblem(e, end);
     const uint64_t local_abs = end.archive_start + e.local_offset;
     uint64_t data_offset = 0;
-    if (problem.empty()) problem = LocalProblem(src, e, end, headers, local_abs, &data_offset);
+    if (problem.empty()) {
+      Status io_error;
+      problem = LocalProblem(src, e, end, headers, local_abs, &data_offset, &io_error);
+      if (!io_error.ok()) return io_error;
+    }
     if (!problem.empty()) {
       index.problems.push_back(MemberMessage(src, e.name, problem));
       continue;
@@ -378,7 +391,9 @@ Result<uint64_t> ReadLocalHeader(const ShardSource& src, uint64_t local_header_o
 Result<uint64_t> ZipFingerprint(const ShardSource& src) {
   PACKFS_ASSIGN_OR_RETURN(ZipEnd end, FindZipEnd(src));
   std::vector<uint8_t> cd(static_cast<size_t>(end.cd_size));
-  PACKFS_RETURN_IF_ERROR(ReadExactly(src, end.cd_offset, cd, "the central directory"));
+  if (!cd.empty()) {
+    PACKFS_RETURN_IF_ERROR(ReadExactly(src, end.cd_offset, cd, "the central directory"));
+  }
   return static_cast<uint64_t>(XXH3_64bits(cd.data(), cd.size()));
 }
 

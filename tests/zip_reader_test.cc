@@ -446,6 +446,40 @@ TEST(ZipReaderTest, AbsurdNameLengthFailsCleanly) {
   ExpectShardError(z);
 }
 
+// Fails every read that touches [bad_begin, bad_end) with EIO, like a failing disk.
+class FailingSource final : public ShardSource {
+ public:
+  FailingSource(std::vector<uint8_t> bytes, uint64_t bad_begin, uint64_t bad_end)
+      : inner_(kShard, std::move(bytes)), bad_begin_(bad_begin), bad_end_(bad_end) {}
+  const std::string& name() const override { return inner_.name(); }
+  uint64_t size() const override { return inner_.size(); }
+  Result<size_t> ReadAt(uint64_t offset, std::span<uint8_t> buf) const override {
+    if (offset < bad_end_ && offset + buf.size() > bad_begin_) {
+      return Status::IOError(name() + ": read failed: Input/output error", EIO);
+    }
+    return inner_.ReadAt(offset, buf);
+  }
+
+ private:
+  MemoryShardSource inner_;
+  uint64_t bad_begin_, bad_end_;
+};
+
+TEST(ZipReaderTest, ReadErrorsFailTheShardInsteadOfRefusingMembers) {
+  BuiltZip z = BuildZip({E("a.bin", "data"), E("b.bin", "more")});
+  // The second local header is unreadable: an I/O error, not a damaged member.
+  FailingSource local(z.bytes, z.local_offsets[1], z.local_offsets[1] + 1);
+  auto idx = ReadZipIndex(local);
+  ASSERT_FALSE(idx.ok());
+  EXPECT_EQ(idx.status().code(), Code::kIOError);
+  EXPECT_EQ(idx.status().err(), EIO);
+  FailingSource cd(z.bytes, z.cd_offset + 10, z.cd_offset + 11);
+  auto idx2 = ReadZipIndex(cd);
+  ASSERT_FALSE(idx2.ok());
+  EXPECT_EQ(idx2.status().code(), Code::kIOError);
+  EXPECT_FALSE(ZipFingerprint(cd).ok());
+}
+
 TEST(ZipReaderTest, FingerprintIsXxh3OfCentralDirectory) {
   ZipBuilderOptions opt;
   opt.junk_prefix = "junk";
