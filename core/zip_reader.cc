@@ -127,7 +127,11 @@ Result<Directory> ReadCentral(const ShardSource& src, const ZipEnd& end) {
   }
   dir.entries.reserve(static_cast<size_t>(end.entries));  // bounded by cd_size / 46 (FindZipEnd)
   ByteReader r(dir.bytes);
-  for (uint64_t i = 0; i < end.entries; ++i) {
+  // Some old writers store more than 65535 entries without ZIP64, keeping only the count modulo
+  // 65536 in the 16-bit field; the directory then holds more entries than declared. Those are
+  // read too, and accepted only when the real count wraps to the declared one.
+  const bool may_wrap = !end.zip64 && end.entries <= k16Max;
+  for (uint64_t i = 0; i < end.entries || (may_wrap && r.remaining() > 0); ++i) {
     const uint64_t at = end.cd_offset + r.pos();
     if (r.U32() != kCentralSig || !r.ok()) {
       return Status::Corruption(src.name() + ": central directory entry " + std::to_string(i + 1) +
@@ -169,12 +173,14 @@ Result<Directory> ReadCentral(const ShardSource& src, const ZipEnd& end) {
     }
     dir.entries.push_back(e);
   }
-  if (r.remaining() != 0) {
+  const uint64_t found = dir.entries.size();
+  if (r.remaining() != 0 ||
+      (found != end.entries && (found <= k16Max || found % 0x10000 != end.entries))) {
     return Status::Corruption(src.name() + ": the central directory holds " +
-                              std::to_string(r.remaining()) + " bytes after the " +
-                              std::to_string(end.entries) +
-                              " entries the end record declares; the entry count disagrees with "
-                              "the directory");
+                              std::to_string(found) + " entries (and " +
+                              std::to_string(r.remaining()) + " bytes more) but the end record "
+                              "declares " + std::to_string(end.entries) +
+                              "; the entry count disagrees with the directory");
   }
   std::unordered_set<std::string_view> seen;
   seen.reserve(dir.entries.size());
@@ -314,7 +320,7 @@ Result<ZipIndex> ReadZipIndex(const ShardSource& src) {
   index.archive_start = end.archive_start;
   index.cd_offset = end.cd_offset;
   index.cd_size = end.cd_size;
-  index.cd_entries = end.entries;
+  index.cd_entries = dir.entries.size();  // equals the declared count, or wraps to it (16-bit)
   index.fingerprint = XXH3_64bits(dir.bytes.data(), dir.bytes.size());
 
   // Every local header inside the member area bounds the member before it, whatever the state

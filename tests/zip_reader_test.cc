@@ -210,6 +210,22 @@ TEST(ZipReaderTest, SeventyThousandEntries) {
   }
 }
 
+TEST(ZipReaderTest, WrappedSixteenBitEntryCountIsAccepted) {
+  std::vector<ZipBuilderEntry> entries;
+  for (int i = 0; i < 65536 + 10; ++i) entries.push_back(E("f" + std::to_string(i), ""));
+  ZipBuilderOptions opt;
+  opt.wrap_entry_count = true;  // the end record says 10
+  BuiltZip z = BuildZip(entries, opt);
+  auto src = Source(z);
+  auto idx = ReadZipIndex(*src);
+  ASSERT_TRUE(idx.ok()) << idx.status().ToString();
+  EXPECT_EQ(idx->members.size(), entries.size());
+  EXPECT_EQ(idx->cd_entries, entries.size());
+  // A small archive whose count is simply wrong still fails.
+  opt.declared_entries = 65536 + 11;
+  ExpectShardError(BuildZip(entries, opt));
+}
+
 TEST(ZipReaderTest, DirectoryEntriesAreIgnored) {
   auto d = E("dir/", "");
   d.external_attr = 040755u << 16;

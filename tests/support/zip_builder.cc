@@ -149,7 +149,8 @@ BuiltZip BuildZip(const std::vector<ZipBuilderEntry>& entries, const ZipBuilderO
   w.U32(kEocdSig);
   w.U16(opt.eocd_disk.value_or(0));
   w.U16(0);
-  const uint16_t n16 = opt.zip64_end || n > 0xFFFF ? k16Max : static_cast<uint16_t>(n);
+  uint16_t n16 = opt.zip64_end || n > 0xFFFF ? k16Max : static_cast<uint16_t>(n);
+  if (opt.wrap_entry_count && !opt.zip64_end) n16 = static_cast<uint16_t>(n);
   w.U16(n16);
   w.U16(n16);
   w.U32(opt.zip64_end ? k32Max : static_cast<uint32_t>(out.cd_size));

@@ -43,6 +43,7 @@ struct ZipBuilderOptions {
   std::string comment;          // archive comment (may contain a fake end record)
   bool zip64_end = false;       // write ZIP64 EOCD + locator, mask the EOCD fields
   std::optional<uint64_t> declared_entries;  // override the entry count in the end record(s)
+  bool wrap_entry_count = false;  // without zip64_end: store the count modulo 65536 (old writers)
   std::optional<uint16_t> eocd_disk;         // override "number of this disk"
   std::optional<uint64_t> locator_offset;    // override the ZIP64 locator's record offset
 };
