@@ -295,12 +295,16 @@ Status Catalog::List(const Node& dir, uint64_t offset, size_t limit, std::vector
 
 Result<std::optional<Node>> Catalog::Find(std::string_view key) const {
   PACKFS_ASSIGN_OR_RETURN(std::optional<Node> node, Get(kRootId));
-  while (node && !key.empty()) {
-    size_t slash = key.find('/');
-    std::string_view part = key.substr(0, slash);
-    key = slash == std::string_view::npos ? std::string_view() : key.substr(slash + 1);
-    if (!node->is_dir()) return std::optional<Node>();
+  if (key.empty()) return node;
+  // Every component must be non-empty: "b/" or "a//b" name nothing (keys never have them).
+  size_t start = 0;
+  while (node) {
+    size_t slash = key.find('/', start);
+    std::string_view part = key.substr(start, slash == std::string_view::npos ? slash : slash - start);
+    if (part.empty() || !node->is_dir()) return std::optional<Node>();
     PACKFS_ASSIGN_OR_RETURN(node, Lookup(node->id, part));
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
   }
   return node;
 }
