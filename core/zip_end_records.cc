@@ -43,15 +43,17 @@ Result<uint64_t> FindZip64Eocd(const ShardSource& src, uint64_t locator_pos,
     ByteReader r(sig);
     return r.U32() == kZip64EocdSig;
   };
-  if (declared_offset <= locator_pos && locator_pos - declared_offset >= kZip64EocdSize) {
-    PACKFS_ASSIGN_OR_RETURN(bool there, has_sig_at(declared_offset));
-    if (there) return declared_offset;
-  }
+  // Right before the locator first: with a junk prefix the declared (relative) offset lands in
+  // member data, where a stray signature could otherwise be mistaken for the record.
   if (locator_pos >= kZip64EocdSize) {
     const uint64_t before = locator_pos - kZip64EocdSize;
     PACKFS_ASSIGN_OR_RETURN(bool there, has_sig_at(before));
     // The record cannot sit earlier in the file than the offset the locator declares.
     if (there && declared_offset <= before) return before;
+  }
+  if (declared_offset <= locator_pos && locator_pos - declared_offset >= kZip64EocdSize) {
+    PACKFS_ASSIGN_OR_RETURN(bool there, has_sig_at(declared_offset));
+    if (there) return declared_offset;  // a longer record (with extensible data)
   }
   if (declared_offset >= src.size()) {
     return Status::Corruption(src.name() + ": the ZIP64 end of central directory locator points to offset " +

@@ -136,6 +136,15 @@ TEST(ZipReaderTest, Zip64EndRecordsAndExtras) {
   EXPECT_EQ(idx.cd_entries, 3u);
 }
 
+TEST(ZipReaderTest, Zip64EndRecordWithExtensibleData) {
+  // The record is longer than 56 bytes, so it is found where the locator says, not right before it.
+  ZipBuilderOptions opt;
+  opt.zip64_end = true;
+  opt.zip64_extensible_data = std::string("\x01\x00\x04\x00" "abcd", 8);
+  ZipIndex idx = ExpectClean({E("a.bin", "alpha"), E("b.bin", "beta")}, opt);
+  EXPECT_EQ(idx.cd_entries, 2u);
+}
+
 TEST(ZipReaderTest, Zip64ExtraHoldsOnlyMaskedFields) {
   // Only the offset is masked: the ZIP64 extra holds just the 8-byte offset.
   auto a = E("a.bin", "first");

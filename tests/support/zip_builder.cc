@@ -131,7 +131,7 @@ BuiltZip BuildZip(const std::vector<ZipBuilderEntry>& entries, const ZipBuilderO
   if (opt.zip64_end) {
     const uint64_t z64_rel = b.size() - base;
     w.U32(kZip64EocdSig);
-    w.U64(kZip64EocdSize - 12);
+    w.U64(kZip64EocdSize - 12 + opt.zip64_extensible_data.size());
     w.U16(0x031E);
     w.U16(kVersionNeeded45);
     w.U32(0);
@@ -140,6 +140,7 @@ BuiltZip BuildZip(const std::vector<ZipBuilderEntry>& entries, const ZipBuilderO
     w.U64(n);
     w.U64(out.cd_size);
     w.U64(cd_rel);
+    w.Bytes(opt.zip64_extensible_data);
     w.U32(kZip64LocatorSig);
     w.U32(0);
     w.U64(opt.locator_offset.value_or(z64_rel));

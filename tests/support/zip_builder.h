@@ -46,6 +46,7 @@ struct ZipBuilderOptions {
   bool wrap_entry_count = false;  // without zip64_end: store the count modulo 65536 (old writers)
   std::optional<uint16_t> eocd_disk;         // override "number of this disk"
   std::optional<uint64_t> locator_offset;    // override the ZIP64 locator's record offset
+  std::string zip64_extensible_data;         // appended to the ZIP64 end record (version 2 style)
 };
 
 struct BuiltZip {
