@@ -6,7 +6,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -611,6 +613,36 @@ TEST(PackSetTest, TwoHundredShardsUnderAnFdLimit) {
     EXPECT_LE(max_fds.load(), 16u);
     EXPECT_LE(OpenFdsUnder(dir), 8u);
   }
+  // The default limit under `ulimit -n 64`, in a child process so the limit stays there.
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    struct rlimit rl = {64, 64};
+    if (::setrlimit(RLIMIT_NOFILE, &rl) != 0) ::_exit(3);
+    PackSetOptions opts;
+    opts.catalog_use = Use::kRequire;
+    auto ps = PackSet::Open(dir, opts);
+    if (!ps.ok()) ::_exit(4);
+    std::atomic<int> bad{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        Status st = (*ps)->catalog().ForEachFile([&](const std::string& k, const Node& n) {
+          if (n.id % 4 != static_cast<uint64_t>(t)) return Status::OK();
+          auto bytes = ReadMember(**ps, n);
+          if (!bytes.ok() || *bytes != want.at(k)) ++bad;
+          return Status::OK();
+        });
+        if (!st.ok()) ++bad;
+      });
+    }
+    for (auto& th : threads) th.join();
+    ::_exit(bad.load() == 0 ? 0 : 5);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(::waitpid(pid, &wstatus, 0), pid);
+  ASSERT_TRUE(WIFEXITED(wstatus));
+  EXPECT_EQ(WEXITSTATUS(wstatus), 0);
 }
 
 }  // namespace
