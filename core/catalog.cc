@@ -59,8 +59,12 @@ class Catalog::Lease {
 namespace {
 
 // Per-connection page cache. Lookups touch a handful of index pages near the root, which stay
-// cached; a few MB per connection keeps a mount with 10+ worker threads well under 64 MB.
-constexpr const char* kReaderPragmas = "PRAGMA cache_size=-4096; PRAGMA query_only=1;";
+// cached; a few MB per connection keeps a mount with 10+ worker threads well under 64 MB of
+// private memory. Pages are read through mmap: in a 1M-member benchmark this cut a random
+// lookup from ~11 to ~4 us (no pread copy per page miss), and mapped pages are shared,
+// reclaimable page cache (RssFile), growing only with the part of the catalog actually used.
+constexpr const char* kReaderPragmas =
+    "PRAGMA cache_size=-4096; PRAGMA query_only=1; PRAGMA mmap_size=268435456;";
 
 std::string DirOf(const std::string& path) {
   size_t slash = path.rfind('/');
