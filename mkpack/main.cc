@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("mkpack ") + PACKFS_VERSION + " (" + PACKFS_GIT_REV + ")");
   int exit_code = packfs::mkpack::kExitOk;
   // Subcommands register here as they land.
+  packfs::mkpack::RegisterPack(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
