@@ -140,8 +140,12 @@ void Prefetcher::Worker() {
     const PackInput& in = inputs_[order_[pos]];
     bool small = in.size <= small_limit_;
     if (small) bytes_ahead_ += in.size;
-    lk.unlock();
     Item item;
+    if (small && !free_bufs_.empty()) {
+      item.data = std::move(free_bufs_.back());
+      free_bufs_.pop_back();
+    }
+    lk.unlock();
     if (small) {
       item.prefetched = true;
       item.status = ReadInput(in, &item.data, &item.crc);
@@ -149,7 +153,7 @@ void Prefetcher::Worker() {
     lk.lock();
     items_[pos] = std::move(item);
     ready_[pos] = 1;
-    ready_cv_.notify_all();
+    if (pos == consumed_) ready_cv_.notify_one();  // only the awaited item wakes the consumer
   }
 }
 
@@ -161,9 +165,15 @@ Prefetcher::Item Prefetcher::Take(size_t seq) {
   consumed_ = seq + 1;
   const PackInput& in = inputs_[order_[seq]];
   if (in.size <= small_limit_) bytes_ahead_ -= in.size;
+  bool wake = next_claim_ < order_.size();
   lk.unlock();
-  work_cv_.notify_all();
+  if (wake) work_cv_.notify_one();
   return item;
+}
+
+void Prefetcher::Recycle(std::vector<uint8_t> buf) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (free_bufs_.size() < 64) free_bufs_.push_back(std::move(buf));
 }
 
 }  // namespace packfs

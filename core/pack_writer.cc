@@ -228,6 +228,7 @@ Status WriteMembers(ZipWriter& w, const std::vector<PackInput>& inputs, const Pl
     if (item && item->prefetched) {
       PACKFS_RETURN_IF_ERROR(item->status);
       PACKFS_RETURN_IF_ERROR(w.AddMember(spec, item->data, item->crc));
+      pre->Recycle(std::move(item->data));
     } else if (in.size <= kPrefetchSmallLimit) {
       uint32_t crc = 0;
       PACKFS_RETURN_IF_ERROR(ReadInput(in, buf, &crc));
