@@ -483,7 +483,7 @@ TEST(MkpackPackTest, MemberOver4GiBMakesAValidZip64Shard) {
                   "' bs=1 seek=4294967296 conv=notrunc status=none && printf 'TAIL' | dd of='" +
                   big + "' bs=1 seek=4508876796 conv=notrunc status=none").exit_code, 0);
   t::WriteFile(tmp / "src/small.txt", "after the big one");
-  t::RunResult r = Pack({tmp / "src", tmp / "media", "--no-fsync", "--no-catalog"});
+  t::RunResult r = Pack({tmp / "src", tmp / "media", "--no-fsync", "--no-catalog", "--max-pack-bytes", "8G"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string shard = tmp / "media/pack-0000.zip";
   t::RunResult py = t::Run({"python3", "-c", R"(
