@@ -147,6 +147,10 @@ TEST(MkpackPackTest, RoundTripsAllKindsOfNamesThroughEveryZipTool) {
   EXPECT_NE(r.err.find("7 files"), std::string::npos) << r.err;
   ASSERT_EQ(Shards(tmp / "media"), std::vector<std::string>{"pack-0000.zip"});
   EXPECT_TRUE(fs::exists(tmp / "media/.packfs-catalog.sqlite"));
+  t::RunResult check = t::Run({t::MkpackPath(), "catalog", "--check", tmp / "media"});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  t::RunResult verify = t::Run({t::MkpackPath(), "verify", tmp / "media"});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
   ExpectToolsAccept(tmp / "media/pack-0000.zip");
   ExpectExtractsTo(tmp / "media", src, tmp / "out");
 
@@ -310,6 +314,9 @@ TEST(MkpackPackTest, RefusesExistingShardsWithoutAppendAndAppendsNewShardsOnly) 
   ASSERT_EQ(app.exit_code, 0) << app.err;
   EXPECT_EQ(Shards(tmp / "media"), (std::vector<std::string>{"pack-0000.zip", "pack-0001.zip"}));
   EXPECT_EQ(t::Sha256File(tmp / "media/pack-0000.zip"), before);
+  // The catalog was refreshed to cover the new shard.
+  t::RunResult check = t::Run({t::MkpackPath(), "catalog", "--check", tmp / "media"});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
   std::vector<Entry> es = ListPack(tmp / "media");
   EXPECT_EQ(es.size(), 25u);
   for (const Entry& e : es) {
