@@ -8,6 +8,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("mkpack ") + PACKFS_VERSION + " (" + PACKFS_GIT_REV + ")");
   int exit_code = packfs::mkpack::kExitOk;
+  packfs::mkpack::RegisterPack(app, &exit_code);
   packfs::mkpack::RegisterCatalog(app, &exit_code);
   packfs::mkpack::RegisterVerify(app, &exit_code);
   packfs::mkpack::RegisterLs(app, &exit_code);

@@ -1,0 +1,101 @@
+// PackInput: one member to be packed — its key and where its bytes come from — and the readers
+// that fetch those bytes with bounded memory. A PackInput names a byte range of a local file:
+// a whole regular file for `mkpack pack`, or a member's data inside a tar for a WebDataset
+// conversion, so every packing front end feeds the same shard writer.
+//
+// Thread-safety: the free functions are thread-safe (no shared state); an InputStream is
+// thread-compatible and owns its fd; a Prefetcher owns its reader threads (started by the
+// constructor, joined by the destructor) and is called from one consumer thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/status.h"
+#include "core/unique_fd.h"
+
+namespace packfs {
+
+struct PackInput {
+  std::string key;         // member name (validated by whoever made the input)
+  std::string path;        // the file holding the bytes; messages name it
+  uint64_t offset = 0;     // first byte in `path`
+  uint64_t size = 0;       // byte count, known before writing (as stat or a tar header says)
+  int64_t mtime = 0;       // seconds since the epoch
+  bool whole_file = true;  // the bytes are all of `path`: growth or shrinkage is refused
+};
+
+// Streams one input. Read() returns 0 once `size` bytes were delivered; a file that turned out
+// shorter or (whole_file) longer than `size`, or that vanished, is an error naming the path.
+class InputStream {
+ public:
+  static Result<InputStream> Open(const PackInput& in);
+  Result<size_t> Read(std::span<uint8_t> buf);
+
+ private:
+  InputStream(UniqueFd fd, const PackInput* in) : fd_(std::move(fd)), in_(in) {}
+  UniqueFd fd_;
+  const PackInput* in_;  // not owned; outlives the stream
+  uint64_t done_ = 0;
+};
+
+// Reads all of `in` into *out (resized to in.size) and its CRC-32 into *crc. One open and, for a
+// small whole file, one read(2) of size + 1 bytes that also proves the file did not grow.
+Status ReadInput(const PackInput& in, std::vector<uint8_t>* out, uint32_t* crc);
+
+// "<path> changed while being packed ..." — the one message for size mismatches.
+Status InputChanged(const PackInput& in, uint64_t got);
+
+// Reads small inputs ahead of a writer, in parallel, handing them over strictly in sequence.
+// Inputs above `small_limit` are not read (the writer streams them itself). At most
+// `window_bytes` of data (and 8192 items) are held ahead of the consumer, so memory is bounded.
+class Prefetcher {
+ public:
+  struct Item {
+    Status status;
+    bool prefetched = false;  // false: too large, the consumer streams it
+    std::vector<uint8_t> data;
+    uint32_t crc = 0;
+  };
+
+  // `order` lists indices into `inputs` in the sequence Take() will ask for them. Both must
+  // outlive the Prefetcher. Starts `threads` reader threads.
+  Prefetcher(const std::vector<PackInput>& inputs, std::vector<size_t> order, int threads,
+             uint64_t small_limit, uint64_t window_bytes);
+  ~Prefetcher();  // stops and joins the threads
+  Prefetcher(const Prefetcher&) = delete;
+  Prefetcher& operator=(const Prefetcher&) = delete;
+
+  // The item at position `seq` of the order (each position exactly once, increasing).
+  Item Take(size_t seq);
+  // Hands a used data buffer back for reuse (saves an allocation and page faults per input).
+  void Recycle(std::vector<uint8_t> buf);
+
+ private:
+  void Worker();
+  bool Claimable() const;  // under mu_
+
+  const std::vector<PackInput>& inputs_;
+  const std::vector<size_t> order_;
+  const uint64_t small_limit_;
+  const uint64_t window_bytes_;
+
+  std::mutex mu_;
+  std::condition_variable work_cv_;   // workers wait for room in the window
+  std::condition_variable ready_cv_;  // the consumer waits for its item
+  std::vector<Item> items_;
+  std::vector<uint8_t> ready_;        // per position: 1 when items_[pos] is filled
+  std::vector<std::vector<uint8_t>> free_bufs_;
+  size_t next_claim_ = 0;
+  size_t consumed_ = 0;
+  uint64_t bytes_ahead_ = 0;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace packfs

@@ -1,0 +1,350 @@
+// ZipLayout arithmetic and the streaming ZipWriter (see zip_writer.h for the format choices).
+#include "core/zip_writer.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <ctime>
+
+#include "core/byte_reader.h"
+#include "core/crc32.h"
+#include "core/zip_format.h"
+
+namespace packfs {
+namespace {
+
+constexpr uint32_t kZip64LocalExtra = 4 + 16;  // both sizes
+constexpr uint32_t kUtExtra = 4 + 5;           // flags + mtime
+constexpr uint32_t kPadMin = 6;                // tag, length, u16 alignment
+// Kick writeback every this many bytes so the final fsync has little left to do and dirty pages
+// do not pile up (a 4 GiB shard would otherwise all be flushed at Finish).
+constexpr uint64_t kWritebackChunk = 32ull << 20;
+
+bool IsAscii(std::string_view s) {
+  for (char c : s) {
+    if (static_cast<uint8_t>(c) >= 0x80) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+uint32_t DosDateTimeUtc(int64_t mtime) {
+  struct tm tm {};
+  time_t t = static_cast<time_t>(mtime);
+  if (mtime < 315532800 || gmtime_r(&t, &tm) == nullptr) {  // before 1980-01-01: clamp
+    return (0u << 25 | 1u << 21 | 1u << 16);               // 1980-01-01 00:00:00
+  }
+  int year = tm.tm_year + 1900;
+  if (year > 2107) return (127u << 25 | 12u << 21 | 31u << 16 | 23u << 11 | 59u << 5 | 29u);
+  uint32_t date = static_cast<uint32_t>((year - 1980) << 9 | (tm.tm_mon + 1) << 5 | tm.tm_mday);
+  uint32_t time = static_cast<uint32_t>(tm.tm_hour << 11 | tm.tm_min << 5 | tm.tm_sec / 2);
+  return date << 16 | time;
+}
+
+ZipPlacement ZipLayout::Place(const ZipMemberSpec& spec) const {
+  ZipPlacement pl;
+  pl.local_header_offset = offset_;
+  pl.zip64_local = spec.size >= zip::k32Max;
+  bool ut = HasUnixTime(spec.mtime);
+  uint32_t extra = (pl.zip64_local ? kZip64LocalExtra : 0) + (ut ? kUtExtra : 0);
+  uint64_t base = offset_ + zip::kLocalHeaderSize + spec.name.size() + extra;
+  if (spec.align > 1 && base % spec.align != 0) {
+    pl.pad_len = kPadMin + static_cast<uint32_t>((spec.align - (base + kPadMin) % spec.align) %
+                                                 spec.align);
+  }
+  pl.local_extra_len = extra + pl.pad_len;
+  pl.data_offset = base + pl.pad_len;
+  uint32_t z64_fields = (spec.size >= zip::k32Max ? 2 : 0) + (offset_ >= zip::k32Max ? 1 : 0);
+  pl.central_extra_len = (z64_fields ? 4 + 8 * z64_fields : 0) + (ut ? kUtExtra : 0);
+  pl.central_size =
+      zip::kCentralHeaderSize + static_cast<uint32_t>(spec.name.size()) + pl.central_extra_len;
+  return pl;
+}
+
+ZipPlacement ZipLayout::Add(const ZipMemberSpec& spec) {
+  ZipPlacement pl = Place(spec);
+  offset_ = pl.data_offset + spec.size;
+  cd_size_ += pl.central_size;
+  ++count_;
+  return pl;
+}
+
+bool ZipLayout::NeedsZip64End(uint64_t entries, uint64_t cd_offset, uint64_t cd_size) {
+  // 0xFFFF / 0xFFFFFFFF themselves mean "see the ZIP64 record" to readers, so they overflow too.
+  return entries >= zip::k16Max || cd_offset >= zip::k32Max || cd_size >= zip::k32Max;
+}
+
+uint64_t ZipLayout::EndRecordsSize(uint64_t entries, uint64_t cd_offset, uint64_t cd_size) {
+  return zip::kEocdSize +
+         (NeedsZip64End(entries, cd_offset, cd_size) ? zip::kZip64EocdSize + zip::kZip64LocatorSize
+                                                     : 0);
+}
+
+// ----------------------------------------------------------------------------------------------
+
+Result<std::unique_ptr<ZipWriter>> ZipWriter::Create(const std::string& path,
+                                                     std::string display_name,
+                                                     size_t buffer_bytes) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (!fd.valid()) {
+    int e = errno;
+    return Status::IOError("cannot create shard " + display_name + ": " + ErrnoText(e), e);
+  }
+  return std::unique_ptr<ZipWriter>(
+      new ZipWriter(std::move(fd), std::move(display_name), std::max<size_t>(buffer_bytes, 4096)));
+}
+
+ZipWriter::ZipWriter(UniqueFd fd, std::string name, size_t buffer_bytes)
+    : fd_(std::move(fd)), name_(std::move(name)), buffer_cap_(buffer_bytes) {
+  buf_.reserve(buffer_cap_);
+}
+
+ZipWriter::~ZipWriter() = default;
+
+Status ZipWriter::IoError(const char* what, int err) const {
+  std::string hint = err == ENOSPC ? " (free space or pick another destination)" : "";
+  return Status::IOError(std::string(what) + " shard " + name_ + ": " + ErrnoText(err) + hint, err);
+}
+
+Status ZipWriter::WriteFd(const uint8_t* p, size_t n) {
+  while (n > 0) {
+    ssize_t k = ::write(fd_.get(), p, n);
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      return IoError("writing", errno);
+    }
+    p += k;
+    n -= static_cast<size_t>(k);
+    file_pos_ += static_cast<uint64_t>(k);
+  }
+  if (file_pos_ - synced_to_ >= kWritebackChunk) {
+    // Best effort: only starts writeback; errors surface at fsync.
+    (void)::sync_file_range(fd_.get(), static_cast<off_t>(synced_to_),
+                            static_cast<off_t>(file_pos_ - synced_to_), SYNC_FILE_RANGE_WRITE);
+    synced_to_ = file_pos_;
+  }
+  return Status::OK();
+}
+
+Status ZipWriter::Flush() {
+  if (buf_.empty()) return Status::OK();
+  Status st = WriteFd(buf_.data(), buf_.size());
+  buf_.clear();
+  return st;
+}
+
+Status ZipWriter::Write(std::span<const uint8_t> data) {
+  if (buf_.size() + data.size() > buffer_cap_) {
+    PACKFS_RETURN_IF_ERROR(Flush());
+    if (data.size() >= buffer_cap_) return WriteFd(data.data(), data.size());
+  }
+  buf_.insert(buf_.end(), data.begin(), data.end());
+  return Status::OK();
+}
+
+void ZipWriter::PatchCrc(uint64_t local_header_offset, uint32_t crc, Status* st) {
+  uint8_t le[4] = {static_cast<uint8_t>(crc), static_cast<uint8_t>(crc >> 8),
+                   static_cast<uint8_t>(crc >> 16), static_cast<uint8_t>(crc >> 24)};
+  uint64_t at = local_header_offset + 14;
+  if (at >= file_pos_) {  // still in the batch buffer: no syscall
+    std::copy(le, le + 4, buf_.begin() + static_cast<ptrdiff_t>(at - file_pos_));
+    return;
+  }
+  if (at + 4 > file_pos_) {
+    *st = Flush();
+    if (!st->ok()) return;
+  }
+  ssize_t k = ::pwrite(fd_.get(), le, 4, static_cast<off_t>(at));
+  if (k != 4) *st = IoError("patching the CRC in", k < 0 ? errno : EIO);
+}
+
+Status ZipWriter::BeginMember(const ZipMemberSpec& spec) {
+  if (in_member_) {
+    return Status::InvalidArgument(name_ + ": member " + cur_name_ + " was not ended");
+  }
+  if (spec.align > zip::k16Max) {
+    return Status::InvalidArgument(name_ + ": alignment " + std::to_string(spec.align) +
+                                   " is above 65535");
+  }
+  cur_name_.assign(spec.name);
+  cur_spec_ = spec;
+  cur_spec_.name = cur_name_;
+  ZipPlacement pl = layout_.Add(cur_spec_);
+  cur_place_ = pl;
+  cur_written_ = 0;
+  cur_crc_ = 0;
+  in_member_ = true;
+
+  std::vector<uint8_t> h;
+  h.reserve(zip::kLocalHeaderSize + spec.name.size() + pl.local_extra_len);
+  ByteWriter w(&h);
+  uint32_t dos = DosDateTimeUtc(spec.mtime);
+  bool ut = ZipLayout::HasUnixTime(spec.mtime);
+  w.U32(zip::kLocalSig);
+  w.U16(pl.zip64_local ? zip::kVersionNeeded45 : zip::kVersionNeeded20);
+  w.U16(IsAscii(spec.name) ? 0 : zip::kFlagUtf8);
+  w.U16(zip::kMethodStored);
+  w.U16(static_cast<uint16_t>(dos));
+  w.U16(static_cast<uint16_t>(dos >> 16));
+  w.U32(0);  // CRC, patched by EndMember
+  uint32_t size32 = pl.zip64_local ? zip::k32Max : static_cast<uint32_t>(spec.size);
+  w.U32(size32);
+  w.U32(size32);
+  w.U16(static_cast<uint16_t>(spec.name.size()));
+  w.U16(static_cast<uint16_t>(pl.local_extra_len));
+  w.Bytes(spec.name);
+  if (pl.zip64_local) {
+    w.U16(zip::kExtraZip64);
+    w.U16(16);
+    w.U64(spec.size);
+    w.U64(spec.size);
+  }
+  if (ut) {
+    w.U16(zip::kExtraTimestamp);
+    w.U16(5);
+    w.U8(1);  // modification time present
+    w.U32(static_cast<uint32_t>(spec.mtime));
+  }
+  if (pl.pad_len > 0) {
+    w.U16(zip::kExtraAlignment);
+    w.U16(static_cast<uint16_t>(pl.pad_len - 4));
+    w.U16(static_cast<uint16_t>(spec.align));
+    w.Zeros(pl.pad_len - kPadMin);
+  }
+  return Write(h);
+}
+
+Status ZipWriter::Append(std::span<const uint8_t> data) {
+  if (!in_member_) return Status::InvalidArgument(name_ + ": Append outside a member");
+  if (data.size() > cur_spec_.size - cur_written_) {
+    return Status::Corruption(name_ + ": member " + cur_name_ + " got more bytes than its " +
+                              std::to_string(cur_spec_.size) + " (input grew while read?)");
+  }
+  cur_crc_ = Crc32(cur_crc_, data.data(), data.size());
+  cur_written_ += data.size();
+  return Write(data);
+}
+
+Status ZipWriter::EndMember() {
+  if (!in_member_) return Status::InvalidArgument(name_ + ": EndMember outside a member");
+  in_member_ = false;
+  if (cur_written_ != cur_spec_.size) {
+    return Status::Corruption(name_ + ": member " + cur_name_ + " got " +
+                              std::to_string(cur_written_) + " bytes, expected " +
+                              std::to_string(cur_spec_.size) + " (input shrank while read?)");
+  }
+  Status st;
+  PatchCrc(cur_place_.local_header_offset, cur_crc_, &st);
+  PACKFS_RETURN_IF_ERROR(st);
+  AppendCentral(cur_spec_, cur_place_, cur_crc_);
+  return Status::OK();
+}
+
+Status ZipWriter::AddMember(const ZipMemberSpec& spec, std::span<const uint8_t> data,
+                            uint32_t crc) {
+  if (data.size() != spec.size) {
+    return Status::InvalidArgument(name_ + ": member " + std::string(spec.name) + " has " +
+                                   std::to_string(data.size()) + " bytes, spec says " +
+                                   std::to_string(spec.size));
+  }
+  PACKFS_RETURN_IF_ERROR(BeginMember(spec));
+  cur_written_ = spec.size;
+  in_member_ = false;
+  PACKFS_RETURN_IF_ERROR(Write(data));
+  Status st;
+  PatchCrc(cur_place_.local_header_offset, crc, &st);
+  PACKFS_RETURN_IF_ERROR(st);
+  AppendCentral(cur_spec_, cur_place_, crc);
+  return Status::OK();
+}
+
+void ZipWriter::AppendCentral(const ZipMemberSpec& spec, const ZipPlacement& pl, uint32_t crc) {
+  ByteWriter w(&central_);
+  bool big = spec.size >= zip::k32Max;
+  bool far = pl.local_header_offset >= zip::k32Max;
+  uint16_t needed = (big || far) ? zip::kVersionNeeded45 : zip::kVersionNeeded20;
+  uint32_t dos = DosDateTimeUtc(spec.mtime);
+  w.U32(zip::kCentralSig);
+  w.U16(static_cast<uint16_t>(zip::kVersionMadeByUnix | needed));
+  w.U16(needed);
+  w.U16(IsAscii(spec.name) ? 0 : zip::kFlagUtf8);
+  w.U16(zip::kMethodStored);
+  w.U16(static_cast<uint16_t>(dos));
+  w.U16(static_cast<uint16_t>(dos >> 16));
+  w.U32(crc);
+  uint32_t size32 = big ? zip::k32Max : static_cast<uint32_t>(spec.size);
+  w.U32(size32);
+  w.U32(size32);
+  w.U16(static_cast<uint16_t>(spec.name.size()));
+  w.U16(static_cast<uint16_t>(pl.central_extra_len));
+  w.U16(0);  // comment
+  w.U16(0);  // disk
+  w.U16(0);  // internal attributes
+  w.U32((S_IFREG | (spec.mode & 07777)) << 16);
+  w.U32(far ? zip::k32Max : static_cast<uint32_t>(pl.local_header_offset));
+  w.Bytes(spec.name);
+  if (big || far) {
+    w.U16(zip::kExtraZip64);
+    w.U16(static_cast<uint16_t>((big ? 16 : 0) + (far ? 8 : 0)));
+    if (big) {
+      w.U64(spec.size);
+      w.U64(spec.size);
+    }
+    if (far) w.U64(pl.local_header_offset);
+  }
+  if (ZipLayout::HasUnixTime(spec.mtime)) {
+    w.U16(zip::kExtraTimestamp);
+    w.U16(5);
+    w.U8(1);
+    w.U32(static_cast<uint32_t>(spec.mtime));
+  }
+}
+
+Status ZipWriter::Finish(bool sync) {
+  if (in_member_) return Status::InvalidArgument(name_ + ": member " + cur_name_ + " not ended");
+  uint64_t cd_offset = layout_.offset();
+  uint64_t cd_size = central_.size();
+  uint64_t entries = layout_.count();
+  PACKFS_RETURN_IF_ERROR(Write(central_));
+  std::vector<uint8_t> end;
+  ByteWriter w(&end);
+  bool z64 = ZipLayout::NeedsZip64End(entries, cd_offset, cd_size);
+  if (z64) {
+    uint64_t z64_offset = cd_offset + cd_size;
+    w.U32(zip::kZip64EocdSig);
+    w.U64(zip::kZip64EocdSize - 12);
+    w.U16(static_cast<uint16_t>(zip::kVersionMadeByUnix | zip::kVersionNeeded45));
+    w.U16(zip::kVersionNeeded45);
+    w.U32(0);
+    w.U32(0);
+    w.U64(entries);
+    w.U64(entries);
+    w.U64(cd_size);
+    w.U64(cd_offset);
+    w.U32(zip::kZip64LocatorSig);
+    w.U32(0);
+    w.U64(z64_offset);
+    w.U32(1);
+  }
+  uint16_t entries16 = static_cast<uint16_t>(std::min<uint64_t>(entries, zip::k16Max));
+  w.U32(zip::kEocdSig);
+  w.U16(0);
+  w.U16(0);
+  w.U16(entries16);
+  w.U16(entries16);
+  w.U32(static_cast<uint32_t>(std::min<uint64_t>(cd_size, zip::k32Max)));
+  w.U32(static_cast<uint32_t>(std::min<uint64_t>(cd_offset, zip::k32Max)));
+  w.U16(0);  // comment length
+  PACKFS_RETURN_IF_ERROR(Write(end));
+  PACKFS_RETURN_IF_ERROR(Flush());
+  if (sync && ::fsync(fd_.get()) != 0) return IoError("syncing", errno);
+  int fd = fd_.release();
+  if (::close(fd) != 0 && errno != EINTR) return IoError("closing", errno);
+  return Status::OK();
+}
+
+}  // namespace packfs

@@ -1,0 +1,387 @@
+// `mkpack pack`: packs a directory tree (or a file list) into a pack set of STORED zip shards.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <unordered_set>
+
+#include "core/file_walk.h"
+#include "core/key.h"
+#include "core/pack_set.h"
+#include "core/pack_writer.h"
+#include "mkpack/commands.h"
+
+namespace packfs::mkpack {
+namespace {
+
+struct PackArgs {
+  std::vector<std::string> paths;  // SRC DST, or DST alone with --files-from
+  std::string max_pack_bytes = "4294967296";
+  uint64_t max_members = kDefaultMaxMembers;
+  std::string align = "auto";
+  std::string group_by = "none";
+  bool reproducible = false;
+  bool resume = false;
+  bool append = false;
+  std::string files_from;
+  std::string missing = "error";
+  std::string refs_out;
+  int jobs = 1;
+  bool follow_symlinks = false;
+  bool json = false;
+  bool no_catalog = false;
+  bool dry_run = false;
+  bool no_fsync = false;
+};
+
+using Clock = std::chrono::steady_clock;
+
+// "4294967296", "4G", "512MiB", "1.5G" (binary units).
+Result<uint64_t> ParseBytes(const std::string& s) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (...) {
+    return Status::InvalidArgument("not a byte count: '" + s + "'");
+  }
+  std::string unit = s.substr(used);
+  static const std::map<std::string, double> kUnits = {
+      {"", 1}, {"B", 1}, {"K", 1024.0}, {"KiB", 1024.0}, {"M", 1048576.0}, {"MiB", 1048576.0},
+      {"G", 1073741824.0}, {"GiB", 1073741824.0}, {"T", 1099511627776.0},
+      {"TiB", 1099511627776.0}};
+  auto it = kUnits.find(unit);
+  if (it == kUnits.end() || v <= 0) {
+    return Status::InvalidArgument("not a byte count: '" + s + "' (e.g. 4294967296, 4G, 512MiB)");
+  }
+  return static_cast<uint64_t>(v * it->second);
+}
+
+std::string Human(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return buf;
+}
+
+std::string JsonString(const std::string& s) {
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      o += b;
+    } else {
+      o += static_cast<char>(c);
+    }
+  }
+  return o + "\"";
+}
+
+std::string BaseName(std::string p) {
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  size_t s = p.rfind('/');
+  return s == std::string::npos ? p : p.substr(s + 1);
+}
+
+// Terminal progress: files, bytes, rate, ETA; redrawn at most 10 times a second.
+class ProgressBar {
+ public:
+  ProgressBar(uint64_t files, uint64_t bytes) : files_(files), bytes_(bytes), start_(Clock::now()) {}
+  void Update(const WriteProgress& p, bool force = false) {
+    auto now = Clock::now();
+    if (!force && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    double secs = std::chrono::duration<double>(now - start_).count();
+    double rate = secs > 0 ? p.bytes / secs : 0;
+    double frac = bytes_ > 0 ? static_cast<double>(p.bytes) / bytes_
+                             : (files_ > 0 ? static_cast<double>(p.files) / files_ : 1);
+    int filled = static_cast<int>(frac * 24);
+    std::string bar(filled, '#');
+    bar.resize(24, '.');
+    double eta = rate > 0 ? (bytes_ - p.bytes) / rate : 0;
+    std::fprintf(stderr, "\r[%s] %llu/%llu files  %s/%s  %s/s  ETA %.0fs   ", bar.c_str(),
+                 static_cast<unsigned long long>(p.files), static_cast<unsigned long long>(files_),
+                 Human(p.bytes).c_str(), Human(bytes_).c_str(), Human(rate).c_str(), eta);
+    drawn_ = true;
+  }
+  void Clear() {
+    if (drawn_) std::fprintf(stderr, "\r%*s\r", 100, "");
+  }
+
+ private:
+  uint64_t files_, bytes_;
+  Clock::time_point start_, last_{};
+  bool drawn_ = false;
+};
+
+Result<std::string> ReadListText(const std::string& file) {
+  std::ostringstream ss;
+  if (file == "-") {
+    ss << std::cin.rdbuf();
+  } else {
+    std::ifstream f(file, std::ios::binary);
+    if (!f) return Status::IOError("cannot read file list " + file + ": " + ErrnoText(errno), errno);
+    ss << f.rdbuf();
+  }
+  return ss.str();
+}
+
+// Runs the whole command; returns the exit code. Messages go to stderr.
+int RunPack(const PackArgs& a) {
+  auto fail = [](const Status& st) {
+    std::fprintf(stderr, "mkpack pack: %s\n", st.message().c_str());
+    return kExitError;
+  };
+  auto t0 = Clock::now();
+  std::string src, dst;
+  if (!a.files_from.empty() && a.paths.size() == 1) {
+    dst = a.paths[0];
+  } else if (a.paths.size() == 2) {
+    src = a.paths[0];
+    dst = a.paths[1];
+  } else {
+    return fail(Status::InvalidArgument("expected SRC DST (or DST alone with --files-from)"));
+  }
+  if (a.resume && a.append) return fail(Status::InvalidArgument("--resume and --append exclude each other"));
+
+  PackOptions opts;
+  auto mpb = ParseBytes(a.max_pack_bytes);
+  if (!mpb.ok()) return fail(mpb.status().WithPrefix("--max-pack-bytes"));
+  opts.max_pack_bytes = *mpb;
+  opts.max_members = a.max_members;
+  if (a.align != "auto") {
+    try {
+      opts.align = std::stoll(a.align);
+    } catch (...) {
+      opts.align = -2;
+    }
+    if (opts.align < 0 || opts.align > 65535) {
+      return fail(Status::InvalidArgument("--align must be 'auto' or 0..65535, got " + a.align));
+    }
+  }
+  opts.group_by = a.group_by == "dir" ? GroupBy::kDir
+                  : a.group_by == "stem" ? GroupBy::kStem
+                                         : GroupBy::kNone;
+  opts.reproducible = a.reproducible;
+  opts.jobs = std::max(1, a.jobs);
+  opts.sync = !a.no_fsync;
+
+  // 1. The inputs.
+  InputList list;
+  if (!a.files_from.empty()) {
+    auto text = ReadListText(a.files_from);
+    if (!text.ok()) return fail(text.status());
+    auto r = ReadFileList(*text, src,
+                          a.missing == "skip" ? MissingPolicy::kSkip : MissingPolicy::kError);
+    if (!r.ok()) return fail(r.status().WithPrefix(a.files_from == "-" ? "stdin" : a.files_from));
+    list = std::move(*r);
+  } else {
+    WalkOptions wo;
+    wo.follow_symlinks = a.follow_symlinks;
+    auto r = WalkTree(src, wo);
+    if (!r.ok()) return fail(r.status());
+    list = std::move(*r);
+  }
+
+  // 2. What the destination already holds.
+  auto state = ScanPackDir(dst);
+  if (!state.ok()) return fail(state.status());
+  if (!state->shards.empty() && !a.append && !a.resume) {
+    return fail(Status::AlreadyExists(
+        dst + " already holds " + std::to_string(state->shards.size()) +
+        " shard(s); use --append to add new shards or --resume to continue an interrupted run"));
+  }
+  if (!state->temps.empty() && !a.resume) {
+    return fail(Status::AlreadyExists(dst + " holds leftover temp shard " + state->temps[0] +
+                                      " of an interrupted run; use --resume to continue it"));
+  }
+  std::unordered_map<std::string, std::string> existing;
+  if (!state->shards.empty()) {
+    auto keys = ReadShardKeys(dst, *state);
+    if (!keys.ok()) return fail(keys.status());
+    existing = std::move(*keys);
+  }
+  std::vector<std::pair<std::string, std::string>> resumed;  // key, shard (already packed)
+  if (!existing.empty()) {
+    std::vector<PackInput> rest;
+    for (PackInput& in : list.inputs) {
+      auto it = existing.find(in.key);
+      if (it == existing.end()) {
+        rest.push_back(std::move(in));
+      } else if (a.append) {
+        return fail(Status::AlreadyExists("key " + QuoteKey(in.key) + " (" + in.path +
+                                          ") is already in " + dst + "/" + it->second));
+      } else {
+        resumed.emplace_back(in.key, it->second);
+      }
+    }
+    list.inputs = std::move(rest);
+  }
+
+  // 3. The plan.
+  auto plan = PlanShards(list.inputs, opts, state->next_index);
+  if (!plan.ok()) return fail(plan.status());
+  for (const std::string& k : plan->oversized) {
+    std::fprintf(stderr, "mkpack pack: note: %s is larger than --max-pack-bytes; it sits alone in its shard\n",
+                 QuoteKey(k).c_str());
+  }
+  for (const std::string& g : plan->split_groups) {
+    std::fprintf(stderr, "mkpack pack: note: group %s is larger than a shard and was split\n",
+                 QuoteKey(g).c_str());
+  }
+  if (list.skipped_symlinks > 0 || list.skipped_special > 0) {
+    std::fprintf(stderr, "mkpack pack: skipped %llu symlink(s) and %llu special file(s)%s\n",
+                 static_cast<unsigned long long>(list.skipped_symlinks),
+                 static_cast<unsigned long long>(list.skipped_special),
+                 list.skipped_symlinks > 0 && !a.follow_symlinks ? " (--follow-symlinks packs links to files)" : "");
+  }
+  if (!list.missing.empty()) {
+    std::fprintf(stderr, "mkpack pack: skipped %zu missing file(s):\n", list.missing.size());
+    for (const std::string& m : list.missing) std::fprintf(stderr, "  %s\n", m.c_str());
+  }
+  if (a.dry_run) {
+    for (const PlannedShard& s : plan->shards) {
+      std::printf("%s\t%zu members\t%llu data bytes\t%llu bytes\n", s.name.c_str(), s.members.size(),
+                  static_cast<unsigned long long>(s.data_bytes),
+                  static_cast<unsigned long long>(s.bytes));
+    }
+    std::printf("total\t%zu shards\t%zu members\t%llu bytes\n", plan->shards.size(),
+                list.inputs.size(), static_cast<unsigned long long>(plan->shard_bytes));
+    return list.missing.empty() ? kExitOk : kExitProblems;
+  }
+
+  // 4. Write.
+  if (::mkdir(dst.c_str(), 0755) != 0 && errno != EEXIST) {
+    return fail(Status::IOError("cannot create " + dst + ": " + ErrnoText(errno), errno));
+  }
+  if (a.resume) {
+    Status st = RemoveTemps(dst, *state);
+    if (!st.ok()) return fail(st);
+  }
+  bool tty = ::isatty(STDERR_FILENO) == 1;
+  ProgressBar bar(list.inputs.size(), plan->data_bytes);
+  ProgressFn progress;
+  if (tty) progress = [&bar](const WriteProgress& p) { bar.Update(p); };
+  Status st = WriteShards(dst, list.inputs, *plan, opts, progress);
+  if (tty) bar.Clear();
+  if (!st.ok()) return fail(st);
+
+  // 5. References and catalog.
+  if (!a.refs_out.empty()) {
+    std::ofstream out(a.refs_out, std::ios::binary | std::ios::trunc);
+    std::string prefix = BaseName(dst) + "/";
+    for (const auto& [key, shard] : resumed) out << key << '\t' << FormatRef(key, prefix + shard) << '\n';
+    for (const PlannedShard& s : plan->shards) {
+      for (size_t i : s.members) {
+        const std::string& key = list.inputs[i].key;
+        out << key << '\t' << FormatRef(key, prefix + s.name) << '\n';
+      }
+    }
+    out.flush();
+    if (!out) return fail(Status::IOError("cannot write " + a.refs_out));
+  }
+  if (!a.no_catalog) {
+    auto cat = RefreshCatalog(dst, opts.jobs);
+    if (!cat.ok()) return fail(cat.status().WithPrefix("shards are complete but the catalog failed"));
+  }
+
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  double mbps = secs > 0 ? plan->data_bytes / secs / 1e6 : 0;
+  std::fprintf(stderr, "mkpack pack: %zu files, %llu bytes, %zu shards in %.2f s (%.1f MB/s)%s\n",
+               list.inputs.size(), static_cast<unsigned long long>(plan->data_bytes),
+               plan->shards.size(), secs, mbps,
+               resumed.empty() ? "" : (", " + std::to_string(resumed.size()) + " already packed").c_str());
+  if (a.json) {
+    std::printf(
+        "{\"files\": %zu, \"bytes\": %llu, \"shards\": %zu, \"shard_bytes\": %llu, "
+        "\"seconds\": %.3f, \"mb_per_s\": %.1f, \"resumed\": %zu, \"skipped_symlinks\": %llu, "
+        "\"skipped_special\": %llu, \"missing\": %zu, \"oversized\": %zu, \"split_groups\": %zu, "
+        "\"first_shard\": %s}\n",
+        list.inputs.size(), static_cast<unsigned long long>(plan->data_bytes), plan->shards.size(),
+        static_cast<unsigned long long>(plan->shard_bytes), secs, mbps, resumed.size(),
+        static_cast<unsigned long long>(list.skipped_symlinks),
+        static_cast<unsigned long long>(list.skipped_special), list.missing.size(),
+        plan->oversized.size(), plan->split_groups.size(),
+        plan->shards.empty() ? "null" : JsonString(plan->shards[0].name).c_str());
+  }
+  return list.missing.empty() ? kExitOk : kExitProblems;
+}
+
+}  // namespace
+
+void RegisterPack(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<PackArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "pack",
+      "Pack every regular file under SRC into STORED zip shards in DST (pack-0000.zip, ...), key = "
+      "path relative to SRC, in key byte order, then write the catalog.\n"
+      "Symlinks are skipped and counted unless --follow-symlinks (links to regular files only; "
+      "links to directories are never followed). FIFOs, sockets and devices are skipped.\n"
+      "Shards are written as .pack-NNNN.zip.tmp and renamed when complete. A DST that already "
+      "holds shards is refused unless --append (new shards; an existing key is an error) or "
+      "--resume (continue after the last complete shard; leftover temp files are removed).\n"
+      "Exit status: 0 ok, 1 packed but some --files-from entries were missing (--missing skip), "
+      "2 usage or I/O error.");
+  sub->add_option("paths", args->paths, "SRC DST (with --files-from: [SRC] DST)")->required()->expected(1, 2);
+  sub->add_option("--max-pack-bytes", args->max_pack_bytes,
+                  "shard size limit counting every header and padding byte; suffixes K, M, G, T "
+                  "(binary). A single larger member sits alone in its shard (reported)")
+      ->capture_default_str();
+  sub->add_option("--max-members", args->max_members, "members per shard at most")
+      ->capture_default_str();
+  sub->add_option("--align", args->align,
+                  "data alignment: 'auto' = 4096 for members of 1 MiB or more, none below; N = "
+                  "every member's data starts on an N-byte boundary (0: no padding; <= 65535)")
+      ->capture_default_str();
+  sub->add_option("--group-by", args->group_by,
+                  "keep groups in one shard: none; dir (same parent directory); stem (WebDataset "
+                  "sample: directory + name up to its first dot). Groups are written adjacent, in "
+                  "order of first appearance; a group larger than a shard is split (reported)")
+      ->check(CLI::IsMember({"none", "dir", "stem"}))
+      ->capture_default_str();
+  sub->add_flag("--reproducible", args->reproducible,
+                "fixed times (1980-01-01) so that two runs over the same files give identical bytes");
+  sub->add_flag("--resume", args->resume, "continue an interrupted run into DST");
+  sub->add_flag("--append", args->append, "add new shards to a DST that already holds shards");
+  sub->add_option("--files-from", args->files_from,
+                  "pack exactly the files listed (one per line, in that order; '-' = stdin): "
+                  "'path' or 'key<TAB>path' (split at the last tab). Relative paths are relative to "
+                  "SRC, or to the current directory when SRC is omitted; the key of a plain path "
+                  "is that relative path (absolute paths need SRC above them, or a key)");
+  sub->add_option("--missing", args->missing,
+                  "a listed file that does not exist: error (stop before any shard is written) or "
+                  "skip (pack the rest, list the skipped files, exit status 1)")
+      ->check(CLI::IsMember({"error", "skip"}))
+      ->capture_default_str();
+  sub->add_option("--refs-out", args->refs_out,
+                  "write 'key<TAB>zip://key::<basename(DST)>/pack-NNNN.zip' for every member");
+  sub->add_option("--jobs,-j", args->jobs,
+                  "reader threads prefetching small files (helps on cold caches and network "
+                  "filesystems); the output does not depend on it")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  sub->add_flag("--follow-symlinks", args->follow_symlinks, "pack symlinks to regular files");
+  sub->add_flag("--json", args->json, "print the summary as JSON on stdout");
+  sub->add_flag("--no-catalog", args->no_catalog, "do not write .packfs-catalog.sqlite");
+  sub->add_flag("--dry-run", args->dry_run, "print the plan (shards, members, bytes); write nothing");
+  sub->add_flag("--no-fsync", args->no_fsync,
+                "skip fsync of shards and directory (faster; not crash-safe)");
+  sub->callback([args, exit_code] { *exit_code = RunPack(*args); });
+}
+
+}  // namespace packfs::mkpack
