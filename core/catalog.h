@@ -83,6 +83,9 @@ struct CatalogData {
   std::vector<ShardInfo> shards;
   std::vector<Node> nodes;            // nodes[i].id == i + 1; nodes[0] is the root
   std::vector<std::string> problems;  // carried from the shard indexes
+  // Shard file name of each problem (parallel to `problems`; may be shorter when unknown). Lets a
+  // refresh carry a reused shard's problems without re-reading it.
+  std::vector<std::string> problem_shards;
   CatalogTotals totals;
 };
 
@@ -109,6 +112,9 @@ class Catalog {
   const std::vector<ShardInfo>& shards() const { return shards_; }
   const CatalogTotals& totals() const { return totals_; }
   const std::vector<std::string>& problems() const { return problems_; }
+  // Shard file name of each problem, parallel to problems() ("" when unknown).
+  const std::vector<std::string>& problem_shards() const { return problem_shards_; }
+  const std::string& path() const { return path_; }
 
   // The node with this id, or nullopt.
   Result<std::optional<Node>> Get(uint64_t id) const;
@@ -127,13 +133,18 @@ class Catalog {
   class Connection;
   class Lease;
   Catalog() = default;
-  Lease Borrow() const;
+  Result<Lease> Borrow() const;
+  Result<std::unique_ptr<Connection>> Connect() const;
   Status LoadHeader();
 
-  std::string uri_;  // what each pooled connection opens
+  std::string path_;  // for messages ("<memory>" for FromData)
+  std::string uri_;   // what each pooled connection opens
+  bool uri_is_memdb_ = false;
+  std::string catalog_id_;  // meta 'catalog_id': detects a file replaced while open
   std::vector<ShardInfo> shards_;
   CatalogTotals totals_;
   std::vector<std::string> problems_;
+  std::vector<std::string> problem_shards_;
   // Keeps an in-memory database alive while the catalog exists (FromData only).
   std::unique_ptr<Connection> keeper_;
   mutable std::mutex pool_mu_;

@@ -1,0 +1,364 @@
+// Catalog reading: a pool of read-only SQLite connections over one catalog file (or one shared
+// in-memory database for FromData), each with its prepared statements.
+//
+// Opening loads only meta, shards and problems, so it costs the same for 10 or 10M members; the
+// node table is read on demand, one primary-key or (parent, name) index probe per request.
+// Connections open the file with immutable=1: catalogs are never modified in place (writers
+// publish a new file by rename), so SQLite may skip its per-query file locks and hot-journal
+// checks. A connection opened after the file was replaced by a rename would see another catalog
+// whose ids mean different nodes; each new connection therefore compares meta 'catalog_id' with
+// the one loaded at open and refuses to serve a different file.
+#include "core/catalog.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <map>
+#include <random>
+#include <unordered_map>
+
+#include "core/catalog_schema.h"
+#include "core/sqlite_util.h"
+
+namespace packfs {
+
+using catalog_internal::kNodeColumns;
+using catalog_internal::ReadNode;
+
+class Catalog::Connection {
+ public:
+  explicit Connection(sql::Db db) : db(std::move(db)) {}
+  // Statements are declared after db so they are finalized before it closes.
+  sql::Db db;
+  sql::Stmt get;
+  sql::Stmt lookup;
+  sql::Stmt list;
+};
+
+class Catalog::Lease {
+ public:
+  Lease(const Catalog* owner, std::unique_ptr<Connection> conn)
+      : owner_(owner), conn_(std::move(conn)) {}
+  Lease(Lease&& o) noexcept = default;
+  Lease& operator=(Lease&&) = delete;
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  ~Lease() {
+    if (!conn_) return;
+    std::lock_guard<std::mutex> lock(owner_->pool_mu_);
+    owner_->pool_.push_back(std::move(conn_));
+  }
+  Connection* operator->() const { return conn_.get(); }
+
+ private:
+  const Catalog* owner_;
+  std::unique_ptr<Connection> conn_;
+};
+
+namespace {
+
+// Per-connection page cache. Lookups touch a handful of index pages near the root, which stay
+// cached; a few MB per connection keeps a mount with 10+ worker threads well under 64 MB.
+constexpr const char* kReaderPragmas = "PRAGMA cache_size=-4096; PRAGMA query_only=1;";
+
+std::string DirOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+Status NotACatalog(const std::string& path, const std::string& detail) {
+  return Status::Corruption(path + ": not a usable packfs catalog (" + detail +
+                            "); run `mkpack catalog " + DirOf(path) + "` to rebuild it");
+}
+
+}  // namespace
+
+Catalog::~Catalog() {
+  // Pooled connections first, the keeper (which holds a memdb alive) last.
+  pool_.clear();
+  keeper_.reset();
+}
+
+Result<std::unique_ptr<Catalog::Connection>> Catalog::Connect() const {
+  int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
+  PACKFS_ASSIGN_OR_RETURN(sql::Db db, sql::Db::Open(uri_, flags, path_));
+  auto conn = std::make_unique<Connection>(std::move(db));
+  PACKFS_RETURN_IF_ERROR(conn->db.Exec(kReaderPragmas));
+  std::string cols = kNodeColumns;
+  PACKFS_ASSIGN_OR_RETURN(conn->get, conn->db.Prepare("SELECT " + cols + " FROM nodes WHERE id=?"));
+  PACKFS_ASSIGN_OR_RETURN(conn->lookup, conn->db.Prepare("SELECT " + cols +
+                                                         " FROM nodes WHERE parent=? AND name=?"));
+  PACKFS_ASSIGN_OR_RETURN(conn->list, conn->db.Prepare("SELECT " + cols +
+                                                       " FROM nodes WHERE id>=? AND id<? ORDER BY id"));
+  if (!catalog_id_.empty()) {
+    PACKFS_ASSIGN_OR_RETURN(sql::Stmt s,
+                            conn->db.Prepare("SELECT value FROM meta WHERE key='catalog_id'"));
+    PACKFS_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row || s.Text(0) != catalog_id_) {
+      return Status::Stale(path_ +
+                           " was replaced by another catalog while in use; restart (remount) to "
+                           "use the new one");
+    }
+  }
+  return conn;
+}
+
+Result<Catalog::Lease> Catalog::Borrow() const {
+  {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    if (!pool_.empty()) {
+      std::unique_ptr<Connection> c = std::move(pool_.back());
+      pool_.pop_back();
+      return Lease(this, std::move(c));
+    }
+  }
+  PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<Connection> c, Connect());
+  return Lease(this, std::move(c));
+}
+
+Status Catalog::LoadHeader() {
+  PACKFS_ASSIGN_OR_RETURN(Lease lease, Borrow());
+  sql::Db& db = lease->db;
+  std::map<std::string, std::string, std::less<>> meta;
+  {
+    PACKFS_ASSIGN_OR_RETURN(sql::Stmt s, db.Prepare("SELECT key, value FROM meta"));
+    while (true) {
+      PACKFS_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      meta.emplace(std::string(s.Text(0)), std::string(s.Text(1)));
+    }
+  }
+  auto get = [&](const char* k) -> std::string {
+    auto it = meta.find(k);
+    return it == meta.end() ? std::string() : it->second;
+  };
+  if (get("format") != "packfs-catalog") return Status::Corruption("meta has no packfs format");
+  if (get("schema_version") != std::to_string(kCatalogSchemaVersion)) {
+    return Status::Corruption("schema version '" + get("schema_version") +
+                              "', this packfs reads version " +
+                              std::to_string(kCatalogSchemaVersion));
+  }
+  uint64_t nodes = 0;
+  try {
+    totals_.files = std::stoull(get("files"));
+    totals_.directories = std::stoull(get("directories"));
+    totals_.bytes = std::stoull(get("bytes"));
+    nodes = std::stoull(get("nodes"));
+  } catch (const std::exception&) {
+    return Status::Corruption("meta totals are missing or not numbers");
+  }
+  if (nodes != totals_.files + totals_.directories || nodes == 0) {
+    return Status::Corruption("meta node count disagrees with its totals");
+  }
+  {
+    PACKFS_ASSIGN_OR_RETURN(
+        sql::Stmt s,
+        db.Prepare("SELECT id, name, size, mtime_ns, fingerprint, member_count FROM shards "
+                   "ORDER BY id"));
+    while (true) {
+      PACKFS_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      ShardInfo info;
+      info.id = static_cast<uint32_t>(s.Int(0));
+      info.name = std::string(s.Text(1));
+      info.size = static_cast<uint64_t>(s.Int(2));
+      info.mtime_ns = s.Int(3);
+      info.fingerprint = static_cast<uint64_t>(s.Int(4));
+      info.member_count = static_cast<uint64_t>(s.Int(5));
+      if (info.id != shards_.size()) return Status::Corruption("shard ids are not 0..n-1");
+      shards_.push_back(std::move(info));
+    }
+  }
+  {
+    PACKFS_ASSIGN_OR_RETURN(sql::Stmt s,
+                            db.Prepare("SELECT shard, message FROM problems ORDER BY rowid"));
+    while (true) {
+      PACKFS_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      problem_shards_.emplace_back(s.Text(0));
+      problems_.emplace_back(s.Text(1));
+    }
+  }
+  // Cheap consistency probes (a few pages each): the last node row is where the totals say, and
+  // the file holds every page its header declares (a truncated copy fails here, not mid-mount).
+  {
+    PACKFS_ASSIGN_OR_RETURN(sql::Stmt s, db.Prepare("SELECT max(id) FROM nodes"));
+    PACKFS_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row || static_cast<uint64_t>(s.Int(0)) != nodes) {
+      return Status::Corruption("the node table does not end at node " + std::to_string(nodes));
+    }
+  }
+  if (!uri_is_memdb_) {
+    PACKFS_ASSIGN_OR_RETURN(sql::Stmt pc, db.Prepare("PRAGMA page_count"));
+    PACKFS_ASSIGN_OR_RETURN(bool r1, pc.Step());
+    PACKFS_ASSIGN_OR_RETURN(sql::Stmt ps, db.Prepare("PRAGMA page_size"));
+    PACKFS_ASSIGN_OR_RETURN(bool r2, ps.Step());
+    struct stat st;
+    if (!r1 || !r2 || ::stat(path_.c_str(), &st) != 0 ||
+        static_cast<uint64_t>(st.st_size) <
+            static_cast<uint64_t>(pc.Int(0)) * static_cast<uint64_t>(ps.Int(0))) {
+      return Status::Corruption("the file is shorter than its header says (truncated copy?)");
+    }
+  }
+  catalog_id_ = get("catalog_id");
+  return Status::OK();
+}
+
+Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    int e = errno;
+    if (e == ENOENT) {
+      return Status::NotFound("no catalog at " + path + "; run `mkpack catalog " + DirOf(path) +
+                              "` to build it");
+    }
+    return Status::IOError("cannot open the catalog " + path + ": " + ErrnoText(e), e);
+  }
+  if (!S_ISREG(st.st_mode)) return NotACatalog(path, "not a regular file");
+  std::unique_ptr<Catalog> cat(new Catalog());
+  cat->path_ = path;
+  cat->uri_ = catalog_internal::FileUri(path) + "?mode=ro&immutable=1";
+  Status st2 = cat->LoadHeader();
+  if (!st2.ok()) {
+    if (st2.code() == Code::kIOError && (st2.err() == EACCES || st2.err() == ENOMEM)) return st2;
+    // SQLite's own text already starts with the path; keep only its detail.
+    std::string detail = st2.message();
+    if (detail.rfind(path + ": ", 0) == 0) detail = detail.substr(path.size() + 2);
+    return NotACatalog(path, detail);
+  }
+  return cat;
+}
+
+Result<std::unique_ptr<Catalog>> Catalog::FromData(const CatalogData& data) {
+  std::unique_ptr<Catalog> cat(new Catalog());
+  std::random_device rd;
+  // Names starting with '/' are shared by all connections of this process (memdb VFS); the
+  // random part keeps two in-memory catalogs apart.
+  cat->uri_ = "file:/packfs-" + std::to_string(::getpid()) + "-" + std::to_string(rd()) + "-" +
+              std::to_string(rd()) + "?vfs=memdb";
+  cat->uri_is_memdb_ = true;
+  cat->path_ = "<in-memory catalog>";
+  PACKFS_ASSIGN_OR_RETURN(
+      sql::Db keeper,
+      sql::Db::Open(cat->uri_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI,
+                    cat->path_));
+  // memdb caps a database at 1 GiB by default; a large set's catalog may exceed it.
+  sqlite3_int64 limit = int64_t{1} << 40;
+  sqlite3_file_control(keeper.get(), "main", SQLITE_FCNTL_SIZE_LIMIT, &limit);
+  PACKFS_RETURN_IF_ERROR(catalog_internal::FillDatabase(keeper, data, /*exclusive=*/false));
+  PACKFS_RETURN_IF_ERROR(keeper.Exec("PRAGMA cache_size=-256;"));  // its cache is never read again
+  cat->keeper_ = std::make_unique<Connection>(std::move(keeper));
+  PACKFS_RETURN_IF_ERROR(cat->LoadHeader());
+  return cat;
+}
+
+Result<std::optional<Node>> Catalog::Get(uint64_t id) const {
+  if (id == 0) return std::optional<Node>();
+  PACKFS_ASSIGN_OR_RETURN(Lease lease, Borrow());
+  sql::Stmt& s = lease->get;
+  sql::ResetOnExit reset(s);
+  s.BindInt(1, static_cast<int64_t>(id));
+  PACKFS_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return std::optional<Node>();
+  return std::optional<Node>(ReadNode(s));
+}
+
+Result<std::optional<Node>> Catalog::Lookup(uint64_t parent, std::string_view name) const {
+  PACKFS_ASSIGN_OR_RETURN(Lease lease, Borrow());
+  sql::Stmt& s = lease->lookup;
+  sql::ResetOnExit reset(s);
+  s.BindInt(1, static_cast<int64_t>(parent));
+  s.BindText(2, name);
+  PACKFS_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return std::optional<Node>();
+  return std::optional<Node>(ReadNode(s));
+}
+
+Status Catalog::List(const Node& dir, uint64_t offset, size_t limit, std::vector<Node>* out) const {
+  if (!dir.is_dir() || offset >= dir.child_count || limit == 0) return Status::OK();
+  uint64_t end = dir.child_count - offset < limit ? dir.child_count : offset + limit;
+  PACKFS_ASSIGN_OR_RETURN(Lease lease, Borrow());
+  sql::Stmt& s = lease->list;
+  sql::ResetOnExit reset(s);
+  s.BindInt(1, static_cast<int64_t>(dir.first_child + offset));
+  s.BindInt(2, static_cast<int64_t>(dir.first_child + end));
+  while (true) {
+    PACKFS_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    out->push_back(ReadNode(s));
+  }
+  return Status::OK();
+}
+
+Result<std::optional<Node>> Catalog::Find(std::string_view key) const {
+  PACKFS_ASSIGN_OR_RETURN(std::optional<Node> node, Get(kRootId));
+  if (key.empty()) return node;
+  // Every component must be non-empty: "b/" or "a//b" name nothing (keys never have them).
+  size_t start = 0;
+  while (node) {
+    size_t slash = key.find('/', start);
+    std::string_view part = key.substr(start, slash == std::string_view::npos ? slash : slash - start);
+    if (part.empty() || !node->is_dir()) return std::optional<Node>();
+    PACKFS_ASSIGN_OR_RETURN(node, Lookup(node->id, part));
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
+  }
+  return node;
+}
+
+Result<std::string> Catalog::KeyOf(const Node& node) const {
+  std::vector<std::string> parts;
+  Node cur = node;
+  // Parents have smaller ids (breadth-first numbering), which also bounds this walk.
+  while (cur.id != kRootId) {
+    parts.push_back(cur.name);
+    if (cur.parent >= cur.id) {
+      return Status::Corruption(path_ + ": node " + std::to_string(cur.id) +
+                                " has a bad parent; run `mkpack catalog` to rebuild it");
+    }
+    PACKFS_ASSIGN_OR_RETURN(std::optional<Node> parent, Get(cur.parent));
+    if (!parent) return Status::Corruption(path_ + ": node " + std::to_string(cur.id) +
+                                           " has no parent");
+    cur = std::move(*parent);
+  }
+  std::string key;
+  for (size_t i = parts.size(); i-- > 0;) {
+    key += parts[i];
+    if (i) key += '/';
+  }
+  return key;
+}
+
+Status Catalog::ForEachFile(
+    const std::function<Status(const std::string& key, const Node&)>& fn) const {
+  PACKFS_ASSIGN_OR_RETURN(Lease lease, Borrow());
+  PACKFS_ASSIGN_OR_RETURN(sql::Stmt s, lease->db.Prepare(std::string("SELECT ") + kNodeColumns +
+                                                         " FROM nodes ORDER BY id"));
+  // One scan in id order: a parent always comes before its children, so each directory's path
+  // is known when its files are reached. Only directory paths are kept.
+  std::unordered_map<uint64_t, std::string> dir_paths;
+  dir_paths.emplace(kRootId, std::string());
+  while (true) {
+    PACKFS_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    Node n = ReadNode(s);
+    if (n.id == kRootId) continue;
+    auto it = dir_paths.find(n.parent);
+    if (it == dir_paths.end()) {
+      return Status::Corruption(path_ + ": node " + std::to_string(n.id) +
+                                " comes before its parent; run `mkpack catalog` to rebuild it");
+    }
+    std::string key = it->second.empty() ? n.name : it->second + "/" + n.name;
+    if (n.is_dir()) {
+      dir_paths.emplace(n.id, std::move(key));
+    } else {
+      PACKFS_RETURN_IF_ERROR(fn(key, n));
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace packfs

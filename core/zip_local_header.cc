@@ -1,0 +1,116 @@
+// Local file header and data descriptor decoding over ShardSource reads.
+#include "core/zip_local_header.h"
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+#include "core/byte_reader.h"
+#include "core/zip_format.h"
+
+namespace packfs {
+namespace {
+
+using namespace packfs::zip;
+
+// Room for a typical local extra (ZIP64 20 bytes, UT 9-13, Unix 11-15, alignment padding) so
+// most headers need one read.
+constexpr size_t kExtraSlack = 256;
+
+}  // namespace
+
+Result<LocalHeader> ReadLocal(const ShardSource& src, uint64_t offset, size_t name_hint) {
+  if (offset > src.size() || src.size() - offset < kLocalHeaderSize) {
+    return Status::Corruption("local header at offset " + std::to_string(offset) +
+                              " is cut off by the end of the file");
+  }
+  const uint64_t want = std::min<uint64_t>(kLocalHeaderSize + name_hint + kExtraSlack,
+                                           src.size() - offset);
+  std::vector<uint8_t> buf(static_cast<size_t>(want));
+  PACKFS_RETURN_IF_ERROR(ReadExactly(src, offset, buf, "a local header"));
+
+  ByteReader r(buf);
+  LocalHeader h;
+  if (r.U32() != kLocalSig) {
+    return Status::Corruption("no local header signature at offset " + std::to_string(offset));
+  }
+  r.Skip(2);  // version needed
+  h.flags = r.U16();
+  h.method = r.U16();
+  r.Skip(4);  // DOS time and date
+  h.crc32 = r.U32();
+  const uint32_t csize32 = r.U32();
+  const uint32_t usize32 = r.U32();
+  const uint16_t name_len = r.U16();
+  const uint16_t extra_len = r.U16();
+  const uint64_t total = uint64_t{kLocalHeaderSize} + name_len + extra_len;
+  if (total > src.size() - offset) {
+    return Status::Corruption("local header at offset " + std::to_string(offset) +
+                              " (name and extra) runs past the end of the file");
+  }
+  if (total > buf.size()) {  // a long extra: read the whole header again
+    buf.resize(static_cast<size_t>(total));
+    PACKFS_RETURN_IF_ERROR(ReadExactly(src, offset, buf, "a local header"));
+    r = ByteReader(buf);
+    r.Skip(kLocalHeaderSize);
+  }
+  h.name = std::string(r.Chars(name_len));
+  ByteReader extra(r.Bytes(extra_len));
+  if (!r.ok()) return Status::Corruption("local header at offset " + std::to_string(offset) + " is cut off");
+  h.data_offset = offset + total;
+
+  h.compressed_size = csize32;
+  h.size = usize32;
+  const bool masked = csize32 == k32Max || usize32 == k32Max;
+  bool z64_found = false;
+  while (extra.remaining() >= 4) {
+    const uint16_t id = extra.U16();
+    const uint16_t len = extra.U16();
+    ByteReader field(extra.Bytes(len));
+    if (!extra.ok()) break;
+    if (id == kExtraZip64 && masked) {
+      // In a local header the ZIP64 extra holds both sizes (APPNOTE 4.5.3), uncompressed first.
+      const uint64_t u = field.U64();
+      const uint64_t c = field.U64();
+      if (field.ok()) {
+        h.size = u;
+        h.compressed_size = c;
+        z64_found = true;
+      }
+    }
+  }
+  // Anything left over must be a short run of zero padding (old zipalign); otherwise the extra
+  // length is damaged and the data offset cannot be trusted.
+  if (!extra.ok()) {
+    h.extra_well_formed = false;
+  } else if (extra.remaining() > 0) {
+    for (uint8_t b : extra.Bytes(extra.remaining())) {
+      if (b != 0) h.extra_well_formed = false;
+    }
+  }
+  if (masked && !z64_found) h.sizes_known = false;
+  return h;
+}
+
+Result<bool> DataDescriptorMatches(const ShardSource& src, uint64_t at, uint64_t limit,
+                                   uint32_t crc32, uint64_t size) {
+  if (at > limit) return false;
+  std::array<uint8_t, 24> buf{};
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), limit - at));
+  std::span<uint8_t> got(buf.data(), n);
+  PACKFS_RETURN_IF_ERROR(ReadExactly(src, at, got, "a data descriptor"));
+  // Signature optional, sizes 4 or 8 bytes: try all four shapes.
+  for (int with_sig = 1; with_sig >= 0; --with_sig) {
+    for (int wide = 0; wide <= 1; ++wide) {
+      ByteReader r(got);
+      if (with_sig && r.U32() != kDataDescriptorSig) continue;
+      const uint32_t c = r.U32();
+      const uint64_t cs = wide ? r.U64() : r.U32();
+      const uint64_t us = wide ? r.U64() : r.U32();
+      if (r.ok() && c == crc32 && cs == size && us == size) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace packfs

@@ -1,0 +1,365 @@
+// Zip shard indexing: central directory walk, per-member checks against local headers, fingerprint.
+//
+// Flow: FindZipEnd (end records, archive start) -> one ReadAt of the whole central directory ->
+// decode every entry with ByteReader (whole-shard Corruption for structural damage) -> per member,
+// one local-header read and the checks that decide whether its bytes can be served exactly.
+// The overlap check sorts every entry's local header offset and refuses a member whose header and
+// data run into the next header, so a damaged size can never hand out a neighbour's bytes.
+#include "core/zip_reader.h"
+
+#include <sys/stat.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <ctime>
+#include <optional>
+#include <unordered_set>
+
+#include "core/byte_reader.h"
+#include "core/key.h"
+#include "core/zip_end_records.h"
+#include "core/zip_format.h"
+#include "core/zip_local_header.h"
+
+namespace packfs {
+namespace {
+
+using namespace packfs::zip;
+
+constexpr const char* kRepack = "repack it with `mkpack pack`";
+
+struct CentralEntry {
+  std::string_view name;  // points into the central directory buffer
+  uint16_t made_by = 0, flags = 0, method = 0, dos_time = 0, dos_date = 0;
+  uint32_t crc32 = 0, external_attr = 0;
+  uint64_t compressed_size = 0, size = 0, local_offset = 0, disk = 0;  // after ZIP64 extra
+  std::optional<int64_t> ut_mtime;
+  std::string zip64_problem;  // non-empty when a masked field has no ZIP64 value
+};
+
+const char* MethodName(uint16_t m) {
+  switch (m) {
+    case 1: return "shrink";
+    case 2: case 3: case 4: case 5: return "reduce";
+    case 6: return "implode";
+    case 8: return "deflate";
+    case 9: return "deflate64";
+    case 10: return "PKWARE DCL implode";
+    case 12: return "bzip2";
+    case 14: return "lzma";
+    case 18: return "IBM TERSE";
+    case 19: return "IBM LZ77";
+    case 20: case 93: return "zstd";
+    case 94: return "mp3";
+    case 95: return "xz";
+    case 96: return "jpeg";
+    case 97: return "wavpack";
+    case 98: return "ppmd";
+    case 99: return "AES encryption";
+    default: return "unknown";
+  }
+}
+
+// Decodes the extra fields of a central entry: ZIP64 values (only those whose fixed field is
+// masked are present, in APPNOTE order) and the Info-ZIP extended timestamp.
+void DecodeCentralExtra(std::span<const uint8_t> bytes, uint32_t csize32, uint32_t usize32,
+                        uint32_t offset32, uint16_t disk16, CentralEntry* e) {
+  e->compressed_size = csize32;
+  e->size = usize32;
+  e->local_offset = offset32;
+  e->disk = disk16;
+  const bool need64 =
+      usize32 == k32Max || csize32 == k32Max || offset32 == k32Max || disk16 == k16Max;
+  bool got64 = false;
+  ByteReader extra(bytes);
+  while (extra.remaining() >= 4) {
+    const uint16_t id = extra.U16();
+    const uint16_t len = extra.U16();
+    ByteReader f(extra.Bytes(len));
+    if (!extra.ok()) break;
+    if (id == kExtraZip64 && need64 && !got64) {
+      if (usize32 == k32Max) e->size = f.U64();
+      if (csize32 == k32Max) e->compressed_size = f.U64();
+      if (offset32 == k32Max) e->local_offset = f.U64();
+      if (disk16 == k16Max) e->disk = f.U32();
+      got64 = f.ok();
+      if (!got64) e->zip64_problem = "has a ZIP64 extra field too short for its masked fields";
+    } else if (id == kExtraTimestamp && len >= 5) {
+      const uint8_t flags = f.U8();
+      const int32_t mtime = static_cast<int32_t>(f.U32());
+      if ((flags & 1) && f.ok()) e->ut_mtime = mtime;
+    }
+  }
+  if (need64 && !got64 && e->zip64_problem.empty()) {
+    e->zip64_problem = "has 32-bit fields marked as ZIP64 (0xFFFFFFFF) but no ZIP64 extra field";
+  }
+}
+
+int64_t DosTimeUtc(uint16_t time, uint16_t date) {
+  std::tm tm{};
+  tm.tm_sec = (time & 0x1F) * 2;
+  tm.tm_min = (time >> 5) & 0x3F;
+  tm.tm_hour = time >> 11;
+  tm.tm_mday = date & 0x1F;
+  tm.tm_mon = ((date >> 5) & 0x0F) - 1;
+  tm.tm_year = (date >> 9) + 80;
+  return static_cast<int64_t>(timegm(&tm));
+}
+
+uint32_t ModeOf(const CentralEntry& e) {
+  if ((e.made_by >> 8) != 3) return 0;  // host system: 3 = Unix
+  const uint32_t mode = e.external_attr >> 16;
+  return (mode & S_IFMT) != 0 ? mode : 0;
+}
+
+struct Directory {
+  std::vector<uint8_t> bytes;
+  std::vector<CentralEntry> entries;
+};
+
+// Reads and decodes the whole central directory. Whole-shard errors only.
+Result<Directory> ReadCentral(const ShardSource& src, const ZipEnd& end) {
+  Directory dir;
+  dir.bytes.resize(static_cast<size_t>(end.cd_size));
+  PACKFS_RETURN_IF_ERROR(ReadExactly(src, end.cd_offset, dir.bytes, "the central directory"));
+  dir.entries.reserve(static_cast<size_t>(end.entries));  // bounded by cd_size / 46 (FindZipEnd)
+  ByteReader r(dir.bytes);
+  for (uint64_t i = 0; i < end.entries; ++i) {
+    const uint64_t at = end.cd_offset + r.pos();
+    if (r.U32() != kCentralSig || !r.ok()) {
+      return Status::Corruption(src.name() + ": central directory entry " + std::to_string(i + 1) +
+                                " of " + std::to_string(end.entries) + " (offset " +
+                                std::to_string(at) +
+                                ") has no central header signature; the entry count disagrees "
+                                "with the directory");
+    }
+    CentralEntry e;
+    e.made_by = r.U16();
+    r.Skip(2);  // version needed
+    e.flags = r.U16();
+    e.method = r.U16();
+    e.dos_time = r.U16();
+    e.dos_date = r.U16();
+    e.crc32 = r.U32();
+    const uint32_t csize32 = r.U32();
+    const uint32_t usize32 = r.U32();
+    const uint16_t name_len = r.U16();
+    const uint16_t extra_len = r.U16();
+    const uint16_t comment_len = r.U16();
+    const uint16_t disk16 = r.U16();
+    r.Skip(2);  // internal attributes
+    e.external_attr = r.U32();
+    const uint32_t offset32 = r.U32();
+    e.name = r.Chars(name_len);
+    std::span<const uint8_t> extra = r.Bytes(extra_len);
+    r.Skip(comment_len);
+    if (!r.ok()) {
+      return Status::Corruption(src.name() + ": central directory entry " + std::to_string(i + 1) +
+                                " (offset " + std::to_string(at) +
+                                ") runs past the end of the directory (damaged name, extra or "
+                                "comment length)");
+    }
+    DecodeCentralExtra(extra, csize32, usize32, offset32, disk16, &e);
+    if (e.disk != 0) {
+      return Status::Corruption(src.name() + ": member " + QuoteKey(e.name) +
+                                " lives on another disk; multi-disk zip archives are not supported");
+    }
+    dir.entries.push_back(e);
+  }
+  if (r.remaining() != 0) {
+    return Status::Corruption(src.name() + ": the central directory holds " +
+                              std::to_string(r.remaining()) + " bytes after the " +
+                              std::to_string(end.entries) +
+                              " entries the end record declares; the entry count disagrees with "
+                              "the directory");
+  }
+  std::unordered_set<std::string_view> seen;
+  seen.reserve(dir.entries.size());
+  for (const CentralEntry& e : dir.entries) {
+    if (!seen.insert(e.name).second) {
+      return Status::Corruption(src.name() + ": the name " + QuoteKey(e.name) +
+                                " appears twice in the central directory; which copy is meant is "
+                                "ambiguous: " + kRepack);
+    }
+  }
+  return dir;
+}
+
+bool IsDirectoryEntry(const CentralEntry& e) {
+  return !e.name.empty() && e.name.back() == '/' && e.size == 0 && e.compressed_size == 0;
+}
+
+// Checks that need only the central entry. Returns the problem text, or "" when servable so far.
+std::string CentralProblem(const CentralEntry& e, const ZipEnd& end) {
+  Status key = ValidateKey(e.name);
+  if (!key.ok()) return "has an unsafe name (" + key.message() + "); rename it and " + kRepack;
+  if (e.flags & (kFlagEncrypted | kFlagStrongEncryption)) {
+    const bool strong = (e.flags & kFlagStrongEncryption) != 0;
+    return std::string("is encrypted (flag ") + (strong ? "0x40, strong encryption" : "0x1") +
+           "); packfs cannot serve encrypted members: " + kRepack + " from the decrypted file";
+  }
+  if (e.method != kMethodStored) {
+    return "is compressed with method " + std::to_string(e.method) + " (" + MethodName(e.method) +
+           "); packfs serves only STORED members: " + kRepack;
+  }
+  if (!e.zip64_problem.empty()) return e.zip64_problem + "; the archive is damaged: " + kRepack;
+  if (e.compressed_size != e.size) {
+    return "is STORED but its compressed size (" + std::to_string(e.compressed_size) +
+           ") differs from its size (" + std::to_string(e.size) + "); the archive is damaged: " +
+           kRepack;
+  }
+  const uint64_t archive_len = end.cd_offset - end.archive_start;
+  if (e.local_offset >= archive_len || archive_len - e.local_offset < kLocalHeaderSize) {
+    return "has a local header offset (" + std::to_string(e.local_offset) +
+           ") outside the member area of the archive (it points into the central directory, "
+           "the end records or past the end of the file); the archive is damaged: " + kRepack;
+  }
+  return "";
+}
+
+// Checks the local header against the central entry; fills data_offset on success.
+std::string LocalProblem(const ShardSource& src, const CentralEntry& e, const ZipEnd& end,
+                         uint64_t local_abs, uint64_t* data_offset) {
+  Result<LocalHeader> lh = ReadLocal(src, local_abs, e.name.size());
+  if (!lh.ok()) return "has a bad local header: " + lh.status().message() + "; " + kRepack;
+  const LocalHeader& h = *lh;
+  if (h.name != e.name) {
+    return "has a local header at offset " + std::to_string(local_abs) + " naming " +
+           QuoteKey(h.name) + "; local and central headers disagree: " + kRepack;
+  }
+  if (h.method != e.method) {
+    return "has local method " + std::to_string(h.method) + " but central method " +
+           std::to_string(e.method) + "; local and central headers disagree: " + kRepack;
+  }
+  if (h.flags & (kFlagEncrypted | kFlagStrongEncryption)) {
+    return "is marked encrypted in its local header; packfs cannot serve encrypted members: " +
+           std::string(kRepack);
+  }
+  if (!h.extra_well_formed) {
+    return "has a malformed local extra field, so its data offset cannot be trusted: " +
+           std::string(kRepack);
+  }
+  const bool descriptor = ((h.flags | e.flags) & kFlagDataDescriptor) != 0;
+  if (!descriptor && h.sizes_known &&
+      (h.size != e.size || h.compressed_size != e.compressed_size || h.crc32 != e.crc32)) {
+    return "has local sizes/CRC (" + std::to_string(h.size) + " bytes) that disagree with the "
+           "central directory (" + std::to_string(e.size) + " bytes): " + kRepack;
+  }
+  if (h.data_offset > end.cd_offset || e.size > end.cd_offset - h.data_offset) {
+    return "has data (" + std::to_string(e.size) + " bytes at offset " +
+           std::to_string(h.data_offset) +
+           ") that runs into the central directory or past the end of the file: " + kRepack;
+  }
+  if (descriptor) {
+    Result<bool> dd = DataDescriptorMatches(src, h.data_offset + e.size, end.cd_offset, e.crc32,
+                                            e.size);
+    if (!dd.ok()) return dd.status().message();
+    if (!*dd) {
+      return "uses a data descriptor that is missing or disagrees with the central directory "
+             "(crc/size); the archive is damaged: " + std::string(kRepack);
+    }
+  }
+  *data_offset = h.data_offset;
+  return "";
+}
+
+std::string MemberMessage(const ShardSource& src, std::string_view name, const std::string& what) {
+  return src.name() + ": member " + QuoteKey(name) + " " + what;
+}
+
+}  // namespace
+
+Result<ZipIndex> ReadZipIndex(const ShardSource& src) {
+  PACKFS_ASSIGN_OR_RETURN(ZipEnd end, FindZipEnd(src));
+  PACKFS_ASSIGN_OR_RETURN(Directory dir, ReadCentral(src, end));
+
+  ZipIndex index;
+  index.archive_start = end.archive_start;
+  index.cd_offset = end.cd_offset;
+  index.cd_size = end.cd_size;
+  index.cd_entries = end.entries;
+  index.fingerprint = XXH3_64bits(dir.bytes.data(), dir.bytes.size());
+
+  // Every local header inside the member area bounds the member before it, whatever the state
+  // of its own entry: refusing a good member is safe, serving a neighbour's bytes is not.
+  const uint64_t archive_len = end.cd_offset - end.archive_start;
+  std::vector<uint64_t> headers;
+  headers.reserve(dir.entries.size());
+  for (const CentralEntry& e : dir.entries) {
+    if (e.local_offset < archive_len) headers.push_back(end.archive_start + e.local_offset);
+  }
+  std::sort(headers.begin(), headers.end());
+
+  index.members.reserve(dir.entries.size());
+  for (const CentralEntry& e : dir.entries) {
+    if (IsDirectoryEntry(e)) continue;
+    std::string problem = CentralProblem(e, end);
+    const uint64_t local_abs = end.archive_start + e.local_offset;
+    uint64_t data_offset = 0;
+    if (problem.empty()) problem = LocalProblem(src, e, end, local_abs, &data_offset);
+    if (problem.empty()) {
+      auto next = std::upper_bound(headers.begin(), headers.end(), local_abs);
+      if (next != headers.end() && data_offset + e.size > *next) {
+        problem = "overlaps the member whose local header is at offset " + std::to_string(*next) +
+                  " (its data would end at " + std::to_string(data_offset + e.size) +
+                  "); refusing it so it never returns another member's bytes: " + kRepack;
+      }
+    }
+    if (!problem.empty()) {
+      index.problems.push_back(MemberMessage(src, e.name, problem));
+      continue;
+    }
+    ZipMember m;
+    m.name = std::string(e.name);
+    m.local_header_offset = local_abs;
+    m.data_offset = data_offset;
+    m.size = e.size;
+    m.crc32 = e.crc32;
+    m.mode = ModeOf(e);
+    m.mtime = e.ut_mtime ? *e.ut_mtime : DosTimeUtc(e.dos_time, e.dos_date);
+    index.members.push_back(std::move(m));
+  }
+  return index;
+}
+
+Result<uint64_t> ReadLocalHeader(const ShardSource& src, uint64_t local_header_offset,
+                                 std::string_view expected_name) {
+  Result<LocalHeader> lh = ReadLocal(src, local_header_offset, expected_name.size());
+  if (!lh.ok()) {
+    return Status::Corruption(MemberMessage(src, expected_name, lh.status().message()) +
+                              "; the shard changed or is damaged: rebuild the catalog with "
+                              "`mkpack catalog`");
+  }
+  if (lh->name != expected_name) {
+    return Status::Corruption(MemberMessage(
+        src, expected_name,
+        "is not at offset " + std::to_string(local_header_offset) + " (the local header there names " +
+            QuoteKey(lh->name) + "); the shard changed since the catalog was built: rebuild it "
+            "with `mkpack catalog`"));
+  }
+  if (lh->method != kMethodStored) {
+    return Status::NotSupported(MemberMessage(
+        src, expected_name,
+        "is compressed with method " + std::to_string(lh->method) + " (" + MethodName(lh->method) +
+            "); packfs serves only STORED members: " + kRepack));
+  }
+  if (lh->flags & (kFlagEncrypted | kFlagStrongEncryption)) {
+    return Status::NotSupported(MemberMessage(
+        src, expected_name, "is encrypted; packfs cannot serve encrypted members: " +
+                                std::string(kRepack)));
+  }
+  if (!lh->extra_well_formed) {
+    return Status::Corruption(MemberMessage(
+        src, expected_name, "has a malformed local extra field: " + std::string(kRepack)));
+  }
+  return lh->data_offset;
+}
+
+Result<uint64_t> ZipFingerprint(const ShardSource& src) {
+  PACKFS_ASSIGN_OR_RETURN(ZipEnd end, FindZipEnd(src));
+  std::vector<uint8_t> cd(static_cast<size_t>(end.cd_size));
+  PACKFS_RETURN_IF_ERROR(ReadExactly(src, end.cd_offset, cd, "the central directory"));
+  return static_cast<uint64_t>(XXH3_64bits(cd.data(), cd.size()));
+}
+
+}  // namespace packfs
