@@ -82,8 +82,10 @@ void OpInit(void* userdata, fuse_conn_info* conn) {
   if (s.config.zero_copy && s.config.splice) {
     conn->want |= conn->capable & (FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
   }
-  // libfuse derives the kernel's max_pages (the largest READ) from max_write.
-  if (conn->max_write < s.config.max_io) conn->max_write = s.config.max_io;
+  // libfuse derives the kernel's max_pages (the largest READ) from max_write, and insists that
+  // max_read here equals the max_read mount option.
+  if (conn->max_write < s.config.max_read) conn->max_write = s.config.max_read;
+  conn->max_read = s.config.max_read;
   if (conn->max_background < 64) conn->max_background = 64;
   s.no_open_supported.store((conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) != 0);
   try {

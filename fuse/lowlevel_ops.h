@@ -28,7 +28,9 @@ struct ServeConfig {
   bool zero_copy = true;   // reply to reads from the shard fd (splice when the kernel allows)
   bool splice = true;      // ask for FUSE_CAP_SPLICE_WRITE|MOVE
   bool no_open = true;     // answer open with ENOSYS when the kernel supports it
-  unsigned max_io = 1u << 20;  // largest read request we ask the kernel for
+  // Largest READ we ask the kernel for (1 MiB: large members stream at disk speed). It is
+  // also the max_read mount option, which libfuse wants repeated in INIT.
+  unsigned max_read = 1u << 20;
 };
 
 struct SessionState {

@@ -198,9 +198,10 @@ int RunMount(const Plan& plan, int ready_fd) {
   config.zero_copy = plan.mount.zero_copy;
   config.splice = plan.mount.splice;
   config.no_open = plan.mount.no_open;
+  config.max_read = plan.mount.max_read.value_or(config.max_read);
   SessionParams params;
   params.mountpoint = plan.mountpoint;
-  params.fuse_options = FuseOptionString(plan.mount, plan.sources.front(), config.max_io);
+  params.fuse_options = FuseOptionString(plan.mount, plan.sources.front(), config.max_read);
   params.threads = plan.threads;
   params.debug = plan.debug;
   bool daemon = ready_fd >= 0;

@@ -50,11 +50,16 @@ Status ParseMountOptions(std::string_view list, MountOptions* out) {
     size_t eq = opt.find('=');
     std::string_view name = opt.substr(0, eq);
     std::string_view value = eq == std::string_view::npos ? "" : opt.substr(eq + 1);
-    if (name == "uid" || name == "gid" || name == "umask" || name == "threads") {
+    if (name == "uid" || name == "gid" || name == "umask" || name == "threads" ||
+        name == "max_read") {
       PACKFS_ASSIGN_OR_RETURN(uint32_t v, ParseNumber(name, value, name == "umask" ? 8 : 10));
       if (name == "uid") out->uid = v;
       if (name == "gid") out->gid = v;
       if (name == "umask") out->umask = v & 07777;
+      if (name == "max_read") {
+        if (v < 4096) return Status::InvalidArgument("max_read must be at least 4096");
+        out->max_read = v;
+      }
       if (name == "threads") {
         if (v == 0 || v > 1024) return Status::InvalidArgument("threads must be 1..1024");
         out->threads = static_cast<int>(v);
@@ -79,14 +84,10 @@ Status ParseMountOptions(std::string_view list, MountOptions* out) {
 }
 
 std::string FuseOptionString(const MountOptions& opts, const std::string& fsname,
-                             unsigned max_read) {
+                             uint32_t max_read) {
   std::string s = "ro,default_permissions,subtype=packfs,fsname=" + EscapeOptionValue(fsname);
-  bool has_max_read = false;
-  for (const auto& o : opts.fuse_options) {
-    if (o.starts_with("max_read=")) has_max_read = true;
-    s += "," + o;
-  }
-  if (!has_max_read) s += ",max_read=" + std::to_string(max_read);
+  for (const auto& o : opts.fuse_options) s += "," + o;
+  s += ",max_read=" + std::to_string(max_read);
   return s;
 }
 

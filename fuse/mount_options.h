@@ -21,6 +21,7 @@ struct MountOptions {
   std::optional<std::string> catalog;       // path, or "none"
   std::optional<std::string> on_collision;  // "error" | "first" | "last"
   std::optional<int> threads;
+  std::optional<uint32_t> max_read;         // -o max_read=N (libfuse needs it in INIT too)
   bool zero_copy = true;
   bool splice = true;
   bool no_open = true;
@@ -34,6 +35,6 @@ Status ParseMountOptions(std::string_view list, MountOptions* out);
 // The option string for libfuse: the passed-on options plus what every packfs mount uses
 // (ro, default_permissions, fsname=<fsname>, subtype=packfs, max_read=<max_read>).
 std::string FuseOptionString(const MountOptions& opts, const std::string& fsname,
-                             unsigned max_read);
+                             uint32_t max_read);
 
 }  // namespace packfs

@@ -290,7 +290,9 @@ TEST_F(FilesystemTest, DamagedLocalHeaderFailsThatMemberOnly) {
   for (const auto& key : {"a/d.bin", "a/empty", "top.txt"}) {
     auto other = Resolve(*fs_, key);
     auto other_shard = fs_->GetXattr(other->ino, Filesystem::kXattrShard);
-    if (**other_shard == path) EXPECT_EQ(ReadAll(*fs_, other->ino), files_[key]) << key;
+    if (**other_shard == path) {
+      EXPECT_EQ(ReadAll(*fs_, other->ino), files_[key]) << key;
+    }
   }
 }
 
