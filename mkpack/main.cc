@@ -8,7 +8,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("mkpack ") + PACKFS_VERSION + " (" + PACKFS_GIT_REV + ")");
   int exit_code = packfs::mkpack::kExitOk;
-  // Subcommands register here as they land.
+  packfs::mkpack::RegisterCatalog(app, &exit_code);
+  packfs::mkpack::RegisterVerify(app, &exit_code);
+  packfs::mkpack::RegisterLs(app, &exit_code);
+  packfs::mkpack::RegisterUnpack(app, &exit_code);
+  packfs::mkpack::RegisterResolve(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,207 @@
+// Indexing a pack directory: listing its shards, reading their central directories in parallel
+// (reusing an older catalog's rows for shards that did not change), and the `mkpack catalog`
+// entry points built on it (RefreshCatalog, CheckCatalog).
+#include <dirent.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <thread>
+#include <unordered_map>
+
+#include "core/catalog.h"
+#include "core/key.h"
+#include "core/pack_set.h"
+#include "core/zip_reader.h"
+
+namespace packfs {
+namespace {
+
+// The pack directory's base name, used to name shards in messages ("media/pack-0003.zip").
+std::string BaseNameOf(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(dir, ec).lexically_normal();
+  std::string s = p.string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  std::string base = std::filesystem::path(s).filename().string();
+  return base.empty() ? s : base;
+}
+
+std::string Joined(const std::string& dir, const std::string& name) {
+  return dir.empty() || dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+struct ReuseRows {
+  std::unordered_map<std::string, uint32_t> by_name;  // shard name -> old shard id
+};
+
+}  // namespace
+
+Result<std::vector<std::string>> ListShardFiles(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) {
+    int e = errno;
+    return Status::IOError("cannot list the pack directory " + dir + ": " + ErrnoText(e), e);
+  }
+  std::vector<std::pair<int64_t, std::string>> found;
+  errno = 0;
+  while (struct dirent* ent = ::readdir(d)) {
+    int64_t index = ParseShardFileName(ent->d_name);
+    if (index >= 0) found.emplace_back(index, ent->d_name);
+  }
+  int e = errno;
+  ::closedir(d);
+  if (e != 0) return Status::IOError("cannot list the pack directory " + dir + ": " + ErrnoText(e), e);
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> names;
+  names.reserve(found.size());
+  for (auto& [index, name] : found) names.push_back(std::move(name));
+  return names;
+}
+
+Result<CatalogData> IndexPackDir(const std::string& dir, const Catalog* reuse, int threads,
+                                 IndexReport* report) {
+  PACKFS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListShardFiles(dir));
+  if (names.empty()) return Status::NotFound(dir + " holds no pack-*.zip shards");
+  const std::string base = BaseNameOf(dir);
+  std::vector<ShardContent> contents(names.size());
+  std::vector<bool> reused(names.size(), false);
+  // Old shard id -> new position, for the shards whose rows we take from `reuse`.
+  std::unordered_map<uint32_t, size_t> from_old;
+  if (reuse != nullptr) {
+    std::unordered_map<std::string, const ShardInfo*> old;
+    for (const ShardInfo& s : reuse->shards()) old.emplace(s.name, &s);
+    for (size_t i = 0; i < names.size(); ++i) {
+      auto it = old.find(names[i]);
+      if (it == old.end()) continue;
+      Result<FileStat> st = StatFile(Joined(dir, names[i]));
+      if (!st.ok() || st->size != it->second->size || st->mtime_ns != it->second->mtime_ns) continue;
+      reused[i] = true;
+      contents[i].info = *it->second;
+      contents[i].index.fingerprint = it->second->fingerprint;
+      from_old.emplace(it->second->id, i);
+    }
+  }
+  if (!from_old.empty()) {
+    PACKFS_RETURN_IF_ERROR(reuse->ForEachFile([&](const std::string& key, const Node& n) {
+      auto it = from_old.find(n.shard);
+      if (it == from_old.end()) return Status::OK();
+      ZipMember m;
+      m.name = key;
+      m.local_header_offset = n.local_header_offset;
+      m.data_offset = n.data_offset;
+      m.size = n.size;
+      m.crc32 = n.crc32;
+      m.mode = n.mode;
+      m.mtime = n.mtime;
+      contents[it->second].index.members.push_back(std::move(m));
+      return Status::OK();
+    }));
+    const auto& problems = reuse->problems();
+    const auto& problem_shards = reuse->problem_shards();
+    for (size_t p = 0; p < problems.size() && p < problem_shards.size(); ++p) {
+      for (size_t i = 0; i < names.size(); ++i) {
+        if (reused[i] && names[i] == problem_shards[p]) {
+          contents[i].index.problems.push_back(problems[p]);
+        }
+      }
+    }
+  }
+
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!reused[i]) todo.push_back(i);
+  }
+  std::vector<Status> errors(names.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t t = next++; t < todo.size(); t = next++) {
+      size_t i = todo[t];
+      auto src = FileShardSource::Open(Joined(dir, names[i]), base + "/" + names[i]);
+      if (!src.ok()) {
+        errors[i] = src.status();
+        continue;
+      }
+      auto index = ReadZipIndex(**src);
+      if (!index.ok()) {
+        errors[i] = index.status();
+        continue;
+      }
+      ShardInfo& info = contents[i].info;
+      info.name = names[i];
+      info.size = (*src)->stat().size;  // the state of the bytes we read, not of a later stat
+      info.mtime_ns = (*src)->stat().mtime_ns;
+      info.fingerprint = index->fingerprint;
+      contents[i].index = std::move(index).value();
+    }
+  };
+  int n_threads = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
+  n_threads = std::clamp<int>(n_threads, 1, static_cast<int>(std::max<size_t>(todo.size(), 1)));
+  {
+    std::vector<std::jthread> pool;
+    for (int t = 1; t < n_threads; ++t) pool.emplace_back(worker);
+    worker();
+  }  // joined here
+  for (const Status& e : errors) PACKFS_RETURN_IF_ERROR(e);
+  if (report != nullptr) {
+    report->shards_indexed = todo.size();
+    report->shards_reused = names.size() - todo.size();
+  }
+  return BuildNodes(std::move(contents));
+}
+
+Result<CatalogBuildResult> RefreshCatalog(const std::string& dir, int threads) {
+  const std::string path = Joined(dir, kCatalogFileName);
+  // An unreadable or damaged old catalog is simply not reused: the refresh rebuilds it.
+  Result<std::unique_ptr<Catalog>> old = Catalog::Open(path);
+  CatalogBuildResult result;
+  PACKFS_ASSIGN_OR_RETURN(CatalogData data,
+                          IndexPackDir(dir, old.ok() ? old->get() : nullptr, threads,
+                                       &result.report));
+  PACKFS_RETURN_IF_ERROR(WriteCatalog(path, data));
+  result.totals = data.totals;
+  result.shard_count = data.shards.size();
+  result.problems = std::move(data.problems);
+  return result;
+}
+
+Result<std::vector<std::string>> CheckCatalog(const std::string& dir) {
+  PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<Catalog> cat,
+                          Catalog::Open(Joined(dir, kCatalogFileName)));
+  PACKFS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListShardFiles(dir));
+  const std::string base = BaseNameOf(dir);
+  std::vector<std::string> diffs;
+  std::unordered_map<std::string, bool> on_disk;
+  for (const auto& n : names) on_disk.emplace(n, false);
+  for (const ShardInfo& s : cat->shards()) {
+    const std::string ref = base + "/" + s.name;
+    auto it = on_disk.find(s.name);
+    if (it == on_disk.end()) {
+      diffs.push_back(ref + ": in the catalog but missing from the directory");
+      continue;
+    }
+    it->second = true;
+    auto src = FileShardSource::Open(Joined(dir, s.name), ref);
+    if (!src.ok()) {
+      diffs.push_back(src.status().message());
+      continue;
+    }
+    if ((*src)->size() != s.size) {
+      diffs.push_back(ref + ": size is " + std::to_string((*src)->size()) +
+                      " bytes, the catalog says " + std::to_string(s.size));
+      continue;
+    }
+    auto fp = ZipFingerprint(**src);
+    if (!fp.ok()) {
+      diffs.push_back(fp.status().message());
+    } else if (*fp != s.fingerprint) {
+      diffs.push_back(ref + ": central directory differs from the catalog (fingerprint)");
+    }
+  }
+  for (const auto& n : names) {
+    if (!on_disk[n]) diffs.push_back(base + "/" + n + ": not in the catalog (added since it was built)");
+  }
+  return diffs;
+}
+
+}  // namespace packfs

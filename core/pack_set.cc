@@ -1,0 +1,190 @@
+// PackSet: opens a pack directory (catalog file or in-memory index), then serves member bytes
+// through the bounded shard pool with a once-per-member local header check (see pack_set.h).
+#include "core/pack_set.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/key.h"
+#include "core/shard_pool.h"
+#include "core/zip_reader.h"
+
+namespace packfs {
+
+struct PackSet::Impl {
+  Impl(std::vector<ShardInfo> shards, std::vector<std::string> files, std::vector<std::string> refs,
+       size_t max_open, std::string hint, uint64_t max_id)
+      : ref_paths(refs),
+        file_paths(files),
+        refresh_hint(hint),
+        pool(std::move(shards), std::move(files), std::move(refs), max_open, std::move(hint)),
+        checked_words(max_id / 64 + 1),
+        checked(new std::atomic<uint64_t>[checked_words]) {
+    for (size_t i = 0; i < checked_words; ++i) checked[i].store(0, std::memory_order_relaxed);
+  }
+
+  std::vector<std::string> ref_paths;
+  std::vector<std::string> file_paths;
+  std::string refresh_hint;
+  ShardPool pool;
+  // One bit per node id: its local header was checked. Lock-free so the read path never waits;
+  // a race only means two threads check the same header once each.
+  size_t checked_words;
+  std::unique_ptr<std::atomic<uint64_t>[]> checked;
+};
+
+namespace {
+
+std::string StripSlashes(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
+}
+
+std::string DefaultRefPrefix(const std::string& dir) {
+  std::error_code ec;
+  std::string s = std::filesystem::absolute(dir, ec).lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  std::string base = std::filesystem::path(s).filename().string();
+  return base.empty() ? s : base;
+}
+
+// Why the catalog no longer describes the directory ("" when it still does, as far as names
+// and sizes tell; mtime-only differences are settled later by fingerprint).
+std::string StaleReason(const Catalog& cat, const std::string& dir,
+                        const std::vector<std::string>& names, const std::string& prefix) {
+  std::unordered_set<std::string> listed;
+  std::vector<std::string> reasons;
+  for (const ShardInfo& s : cat.shards()) {
+    listed.insert(s.name);
+    Result<FileStat> st = StatFile(dir + "/" + s.name);
+    if (!st.ok()) {
+      reasons.push_back(prefix + "/" + s.name + " was removed since it was built");
+    } else if (st->size != s.size) {
+      reasons.push_back(prefix + "/" + s.name + " changed since it was built");
+    }
+  }
+  for (const auto& n : names) {
+    if (!listed.count(n)) reasons.push_back(prefix + "/" + n + " was added since it was built");
+  }
+  if (reasons.empty()) return "";
+  std::string r = reasons[0];
+  if (reasons.size() > 1) r += ", and " + std::to_string(reasons.size() - 1) + " more";
+  return r;
+}
+
+}  // namespace
+
+PackSet::~PackSet() = default;
+
+Result<std::unique_ptr<PackSet>> PackSet::Open(const std::string& dir_in,
+                                               const PackSetOptions& opts) {
+  const std::string dir = StripSlashes(dir_in);
+  PACKFS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListShardFiles(dir));
+  if (names.empty()) return Status::NotFound(dir + " holds no pack-*.zip shards");
+  const std::string prefix = opts.ref_prefix.empty() ? DefaultRefPrefix(dir) : opts.ref_prefix;
+  const std::string catalog_path =
+      opts.catalog_path.empty() ? dir + "/" + kCatalogFileName : opts.catalog_path;
+  const std::string refresh = "run `mkpack catalog " + dir + "` to refresh it";
+  using Use = PackSetOptions::CatalogUse;
+
+  std::unique_ptr<PackSet> ps(new PackSet());
+  ps->dir_ = dir;
+  if (opts.catalog_use != Use::kNone) {
+    Result<std::unique_ptr<Catalog>> cat = Catalog::Open(catalog_path);
+    if (cat.ok()) {
+      std::string why = StaleReason(**cat, dir, names, prefix);
+      if (why.empty()) {
+        ps->catalog_ = std::move(cat).value();
+        ps->using_catalog_file_ = true;
+      } else if (opts.catalog_use == Use::kRequire) {
+        return Status::Stale("catalog " + catalog_path + " is stale (" + why + "); " + refresh);
+      } else {
+        ps->warnings_.push_back("catalog is stale (" + why +
+                                "); indexed the shards in memory — " + refresh);
+      }
+    } else if (opts.catalog_use == Use::kRequire) {
+      return cat.status();
+    } else if (cat.status().code() != Code::kNotFound) {
+      ps->warnings_.push_back(cat.status().message() + "; indexed the shards in memory instead");
+    }
+  }
+  if (!ps->catalog_) {
+    PACKFS_ASSIGN_OR_RETURN(CatalogData data,
+                            IndexPackDir(dir, nullptr, opts.index_threads, nullptr));
+    PACKFS_ASSIGN_OR_RETURN(ps->catalog_, Catalog::FromData(data));
+  }
+  for (const auto& p : ps->catalog_->problems()) ps->warnings_.push_back(p);
+
+  std::vector<std::string> files, refs;
+  for (const ShardInfo& s : ps->catalog_->shards()) {
+    files.push_back(dir + "/" + s.name);
+    refs.push_back(prefix + "/" + s.name);
+  }
+  const CatalogTotals& t = ps->catalog_->totals();
+  ps->impl_ = std::make_unique<Impl>(
+      ps->catalog_->shards(), std::move(files), std::move(refs),
+      opts.max_open_shards ? opts.max_open_shards : DefaultMaxOpenShards(), refresh,
+      t.files + t.directories);
+  return ps;
+}
+
+std::string PackSet::ShardRefPath(uint32_t shard) const {
+  return shard < impl_->ref_paths.size() ? impl_->ref_paths[shard] : std::string();
+}
+
+std::string PackSet::ShardFilePath(uint32_t shard) const {
+  return shard < impl_->file_paths.size() ? impl_->file_paths[shard] : std::string();
+}
+
+std::string PackSet::Ref(const std::string& key, const Node& file) const {
+  return FormatRef(key, ShardRefPath(file.shard));
+}
+
+Result<ShardLease> PackSet::OpenShard(uint32_t shard) const { return impl_->pool.Get(shard); }
+
+Status PackSet::CheckMember(const Node& file) const {
+  const uint64_t id = file.id;
+  const bool trackable = id / 64 < impl_->checked_words;
+  const uint64_t bit = uint64_t{1} << (id % 64);
+  if (trackable && (impl_->checked[id / 64].load(std::memory_order_acquire) & bit)) {
+    return Status::OK();
+  }
+  PACKFS_ASSIGN_OR_RETURN(ShardLease src, OpenShard(file.shard));
+  PACKFS_ASSIGN_OR_RETURN(std::string key, catalog_->KeyOf(file));
+  auto mismatch = [&](const std::string& detail) {
+    return Status::Stale(ShardRefPath(file.shard) + ": member " + QuoteKey(key) +
+                         ": local header does not match the catalog (shard changed?): " + detail +
+                         "; run `mkpack catalog " + dir_ + "`");
+  };
+  Result<uint64_t> data_offset = ReadLocalHeader(*src, file.local_header_offset, key);
+  if (!data_offset.ok()) return mismatch(data_offset.status().message());
+  if (*data_offset != file.data_offset) {
+    return mismatch("data starts at " + std::to_string(*data_offset) + ", the catalog says " +
+                    std::to_string(file.data_offset));
+  }
+  if (file.data_offset > src->size() || file.size > src->size() - file.data_offset) {
+    return mismatch("the data runs past the end of the shard");
+  }
+  if (trackable) impl_->checked[id / 64].fetch_or(bit, std::memory_order_release);
+  return Status::OK();
+}
+
+Result<size_t> PackSet::Read(const Node& file, uint64_t offset, std::span<uint8_t> buf) const {
+  if (file.is_dir()) return Status::InvalidArgument("cannot read a directory");
+  if (offset >= file.size || buf.empty()) return size_t{0};
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), file.size - offset));
+  PACKFS_RETURN_IF_ERROR(CheckMember(file));
+  PACKFS_ASSIGN_OR_RETURN(ShardLease src, OpenShard(file.shard));
+  PACKFS_ASSIGN_OR_RETURN(size_t got, src->ReadAt(file.data_offset + offset, buf.first(n)));
+  if (got != n) {
+    return Status::Stale(ShardRefPath(file.shard) + ": short read of member data at offset " +
+                         std::to_string(file.data_offset + offset) +
+                         " (the shard shrank?); run `mkpack catalog " + dir_ + "`");
+  }
+  return got;
+}
+
+}  // namespace packfs

@@ -1,0 +1,139 @@
+// ShardPool: lazily opened, LRU-bounded shard files validated against the catalog (see header).
+#include "core/shard_pool.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <climits>
+
+#include "core/zip_reader.h"
+
+namespace packfs {
+
+struct ShardPool::Slot {
+  std::mutex open_mu;  // serializes opening this shard
+  // Guarded by ShardPool::mu_.
+  ShardLease src;
+  std::list<uint32_t>::iterator lru_pos;
+  // Guarded by open_mu: the last file state the fingerprint check accepted or refused, so a
+  // shard that keeps failing is not re-fingerprinted on every read.
+  bool have_verdict = false;
+  uint64_t verdict_size = 0;
+  int64_t verdict_mtime_ns = 0;
+  Status verdict;
+};
+
+size_t DefaultMaxOpenShards() {
+  struct rlimit rl;
+  uint64_t soft = 1024;
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) soft = rl.rlim_cur;
+  if (soft > 1u << 20) soft = 1u << 20;
+  uint64_t n = soft / 2 > 16 ? soft / 2 - 16 : 0;
+  return static_cast<size_t>(std::max<uint64_t>(n, 4));
+}
+
+ShardPool::ShardPool(std::vector<ShardInfo> shards, std::vector<std::string> file_paths,
+                     std::vector<std::string> ref_paths, size_t max_open,
+                     std::string refresh_hint)
+    : shards_(std::move(shards)),
+      file_paths_(std::move(file_paths)),
+      ref_paths_(std::move(ref_paths)),
+      max_open_(std::max<size_t>(max_open, 1)),
+      refresh_hint_(std::move(refresh_hint)),
+      slots_(new Slot[shards_.size()]) {}
+
+ShardPool::~ShardPool() = default;
+
+size_t ShardPool::open_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return open_;
+}
+
+Status ShardPool::Validate(Slot& slot, uint32_t shard, const FileShardSource& src) {
+  const ShardInfo& want = shards_[shard];
+  const FileStat& st = src.stat();
+  const std::string& name = ref_paths_[shard];
+  if (st.size != want.size) {
+    return Status::Stale(name + " changed since the catalog was built (size is " +
+                         std::to_string(st.size) + " bytes, the catalog says " +
+                         std::to_string(want.size) + "); " + refresh_hint_);
+  }
+  if (st.mtime_ns == want.mtime_ns) return Status::OK();
+  if (slot.have_verdict && slot.verdict_size == st.size && slot.verdict_mtime_ns == st.mtime_ns) {
+    return slot.verdict;
+  }
+  Status verdict;
+  Result<uint64_t> fp = ZipFingerprint(src);
+  if (!fp.ok()) {
+    verdict = Status::Stale(name + " changed since the catalog was built (" +
+                            fp.status().message() + "); " + refresh_hint_);
+  } else if (*fp != want.fingerprint) {
+    verdict = Status::Stale(name +
+                            " changed since the catalog was built (its central directory "
+                            "differs); " + refresh_hint_);
+  }
+  slot.have_verdict = true;
+  slot.verdict_size = st.size;
+  slot.verdict_mtime_ns = st.mtime_ns;
+  slot.verdict = verdict;
+  return verdict;
+}
+
+void ShardPool::InsertLocked(Slot& slot, uint32_t shard, ShardLease src) {
+  slot.src = std::move(src);
+  lru_.push_front(shard);
+  slot.lru_pos = lru_.begin();
+  ++open_;
+  while (open_ > max_open_) {
+    // The least recently used shard nobody is reading; failing that, the least recently used.
+    auto victim = std::prev(lru_.end());
+    for (auto it = std::prev(lru_.end()); it != lru_.begin(); --it) {
+      if (slots_[*it].src.use_count() == 1) {
+        victim = it;
+        break;
+      }
+    }
+    if (victim == lru_.begin()) break;  // only the shard just opened is left
+    slots_[*victim].src.reset();
+    lru_.erase(victim);
+    --open_;
+  }
+}
+
+Result<ShardLease> ShardPool::Get(uint32_t shard) {
+  if (shard >= shards_.size()) {
+    return Status::Corruption("shard id " + std::to_string(shard) + " is not in the catalog (" +
+                              std::to_string(shards_.size()) + " shards); " + refresh_hint_);
+  }
+  Slot& slot = slots_[shard];
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (slot.src) {
+      lru_.splice(lru_.begin(), lru_, slot.lru_pos);
+      return slot.src;
+    }
+  }
+  std::lock_guard<std::mutex> open_lock(slot.open_mu);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (slot.src) {  // another thread opened it while we waited
+      lru_.splice(lru_.begin(), lru_, slot.lru_pos);
+      return slot.src;
+    }
+  }
+  Result<std::unique_ptr<FileShardSource>> file =
+      FileShardSource::Open(file_paths_[shard], ref_paths_[shard]);
+  if (!file.ok()) {
+    // A shard the catalog lists but that cannot be opened is a changed pack set: EIO, not the
+    // ENOENT/EACCES a FUSE reply would otherwise pass to the reader of a listed file.
+    return Status::Stale(file.status().message() + " (it changed since the catalog was built?); " +
+                         refresh_hint_);
+  }
+  PACKFS_RETURN_IF_ERROR(Validate(slot, shard, **file));
+  ShardLease lease(std::move(file).value());
+  std::lock_guard<std::mutex> lock(mu_);
+  InsertLocked(slot, shard, lease);
+  return lease;
+}
+
+}  // namespace packfs

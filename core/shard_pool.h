@@ -1,0 +1,68 @@
+// ShardPool: the open shard files of a pack set, opened lazily and bounded in number.
+//
+// A pack set may hold thousands of shards while a process may hold only RLIMIT_NOFILE fds, so at
+// most `max_open` shards stay open; the least recently used one is closed when another must
+// open (preferring shards no reader is using). A ShardLease (shared_ptr) keeps its fd open for
+// the duration of a read even if the pool drops it meanwhile, so up to (max_open + concurrent
+// readers) fds can exist at once. Every open — first or after eviction — compares the file's
+// size and mtime with the catalog; an mtime-only difference (a copy without -t) is settled by the
+// central-directory fingerprint, once per mtime. A mismatch fails with EIO and the refresh advice.
+//
+// Thread-safety: Get() is safe for concurrent use. The hit path is one mutex-protected list
+// splice plus a shared_ptr copy; opening and fingerprinting run outside the pool mutex, under a
+// per-shard mutex so one shard is never opened twice at once.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/catalog.h"
+#include "core/shard_source.h"
+#include "core/status.h"
+
+namespace packfs {
+
+using ShardLease = std::shared_ptr<const FileShardSource>;
+
+// Half the soft RLIMIT_NOFILE minus a margin for other fds (FUSE, SQLite, stdio), at least 4.
+size_t DefaultMaxOpenShards();
+
+class ShardPool {
+ public:
+  // `shards` describes what the catalog expects; `file_paths[i]` opens shard i and
+  // `ref_paths[i]` names it in messages; `refresh_hint` ends stale messages
+  // ("run `mkpack catalog media` to refresh it").
+  ShardPool(std::vector<ShardInfo> shards, std::vector<std::string> file_paths,
+            std::vector<std::string> ref_paths, size_t max_open, std::string refresh_hint);
+  ~ShardPool();
+  ShardPool(const ShardPool&) = delete;
+  ShardPool& operator=(const ShardPool&) = delete;
+
+  Result<ShardLease> Get(uint32_t shard);
+
+  size_t max_open() const { return max_open_; }
+  // Shards the pool holds open now (excluding ones only kept alive by outstanding leases).
+  size_t open_count() const;
+
+ private:
+  struct Slot;
+  Status Validate(Slot& slot, uint32_t shard, const FileShardSource& src);
+  void InsertLocked(Slot& slot, uint32_t shard, ShardLease src);
+
+  std::vector<ShardInfo> shards_;
+  std::vector<std::string> file_paths_;
+  std::vector<std::string> ref_paths_;
+  size_t max_open_;
+  std::string refresh_hint_;
+  std::unique_ptr<Slot[]> slots_;
+
+  mutable std::mutex mu_;  // guards every Slot::src and lru position, lru_, open_
+  std::list<uint32_t> lru_;  // open shards, most recently used first
+  size_t open_ = 0;
+};
+
+}  // namespace packfs

@@ -1,0 +1,209 @@
+// Pack directory verification: index, uniqueness, CRC-32 of every member, catalog agreement.
+#include "core/verify.h"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "core/catalog.h"
+#include "core/crc32.h"
+#include "core/key.h"
+#include "core/pack_set.h"
+
+namespace packfs {
+
+namespace {
+
+constexpr size_t kWindow = 8u << 20;  // 8 MiB reads: small members share one syscall
+
+std::string Hex(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08x", v);
+  return buf;
+}
+
+}  // namespace
+
+Status CheckMemberCrcs(const ShardSource& src, const std::vector<ZipMember>& members,
+                       std::vector<std::string>* problems, uint64_t* bytes_checked) {
+  std::vector<const ZipMember*> order;
+  order.reserve(members.size());
+  for (const auto& m : members) order.push_back(&m);
+  std::sort(order.begin(), order.end(),
+            [](const ZipMember* a, const ZipMember* b) { return a->data_offset < b->data_offset; });
+
+  std::vector<uint8_t> buf(kWindow);
+  uint64_t win_start = 0, win_len = 0;  // bytes of the shard currently in buf
+  for (const ZipMember* m : order) {
+    uint32_t crc = 0;
+    uint64_t pos = m->data_offset;
+    uint64_t end = m->data_offset + m->size;
+    bool failed = false;
+    while (pos < end) {
+      if (pos < win_start || pos >= win_start + win_len) {
+        auto n = src.ReadAt(pos, buf);
+        if (!n.ok()) return n.status();
+        win_start = pos;
+        win_len = *n;
+        if (win_len == 0) {
+          problems->push_back(src.name() + ": member " + QuoteKey(m->name) +
+                              ": data ends early (shard truncated?)");
+          failed = true;
+          break;
+        }
+      }
+      uint64_t take = std::min(end, win_start + win_len) - pos;
+      crc = Crc32(crc, buf.data() + (pos - win_start), static_cast<size_t>(take));
+      pos += take;
+    }
+    if (failed) continue;
+    *bytes_checked += m->size;
+    if (crc != m->crc32) {
+      problems->push_back(src.name() + ": member " + QuoteKey(m->name) + ": CRC-32 is " + Hex(crc) +
+                          " but the zip records " + Hex(m->crc32) + " (data damaged)");
+    }
+  }
+  return Status::OK();
+}
+
+Result<VerifyReport> VerifyPackDir(const std::string& dir, int threads) {
+  PACKFS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListShardFiles(dir));
+  VerifyReport report;
+  report.shards = names.size();
+
+  struct PerShard {
+    ZipIndex index;
+    FileStat stat;
+    std::vector<std::string> problems;
+    uint64_t bytes = 0;
+    bool indexed = false;
+  };
+  std::vector<PerShard> per(names.size());
+  std::string prefix;
+  {
+    // Messages name shards the way references do: "<pack dir name>/<shard>".
+    std::string d = dir;
+    while (d.size() > 1 && d.back() == '/') d.pop_back();
+    size_t slash = d.rfind('/');
+    prefix = slash == std::string::npos ? d : d.substr(slash + 1);
+  }
+
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < names.size(); i = next++) {
+      PerShard& ps = per[i];
+      auto src = FileShardSource::Open(dir + "/" + names[i], prefix + "/" + names[i]);
+      if (!src.ok()) {
+        ps.problems.push_back(src.status().message());
+        continue;
+      }
+      ps.stat = (*src)->stat();
+      auto idx = ReadZipIndex(**src);
+      if (!idx.ok()) {
+        ps.problems.push_back(idx.status().message());
+        continue;
+      }
+      ps.index = std::move(idx).value();
+      ps.indexed = true;
+      for (const auto& p : ps.index.problems) ps.problems.push_back(p);
+      Status st = CheckMemberCrcs(**src, ps.index.members, &ps.problems, &ps.bytes);
+      if (!st.ok()) ps.problems.push_back(st.message());
+    }
+  };
+  size_t nthreads = threads > 0 ? static_cast<size_t>(threads) : std::thread::hardware_concurrency();
+  nthreads = std::max<size_t>(1, std::min(nthreads, names.size()));
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < nthreads; ++t) pool.emplace_back(worker);
+  for (auto& th : pool) th.join();
+
+  // Keys unique across shards: key -> (shard index, member) of the first occurrence.
+  std::unordered_map<std::string_view, std::pair<size_t, const ZipMember*>> seen;
+  for (size_t i = 0; i < per.size(); ++i) {
+    for (auto& p : per[i].problems) report.problems.push_back(std::move(p));
+    if (!per[i].indexed) continue;
+    report.members += per[i].index.members.size();
+    report.bytes += per[i].bytes;
+    for (const auto& m : per[i].index.members) {
+      auto [it, inserted] = seen.emplace(m.name, std::make_pair(i, &m));
+      if (!inserted) {
+        report.problems.push_back("key " + QuoteKey(m.name) + " is in both " + prefix + "/" +
+                                  names[it->second.first] + " and " + prefix + "/" + names[i]);
+      }
+    }
+  }
+
+  // Catalog agreement.
+  std::string cat_path = dir + "/" + kCatalogFileName;
+  if (StatFile(cat_path).ok()) {
+    report.catalog_present = true;
+    auto cat = Catalog::Open(cat_path);
+    if (!cat.ok()) {
+      report.problems.push_back(cat.status().message());
+    } else {
+      const Catalog& c = **cat;
+      std::unordered_map<std::string, size_t> by_name;
+      for (size_t i = 0; i < names.size(); ++i) by_name.emplace(names[i], i);
+      std::vector<bool> catalog_has(names.size(), false);
+      for (const ShardInfo& si : c.shards()) {
+        auto it = by_name.find(si.name);
+        if (it == by_name.end()) {
+          report.problems.push_back("catalog lists " + prefix + "/" + si.name +
+                                    " but the shard is missing; run `mkpack catalog " + dir + "`");
+          continue;
+        }
+        catalog_has[it->second] = true;
+        const PerShard& ps = per[it->second];
+        if (!ps.indexed) continue;
+        if (si.size != ps.stat.size || si.fingerprint != ps.index.fingerprint) {
+          report.problems.push_back("catalog is stale for " + prefix + "/" + si.name +
+                                    " (the shard changed since the catalog was built); run "
+                                    "`mkpack catalog " + dir + "`");
+        }
+      }
+      for (size_t i = 0; i < names.size(); ++i) {
+        if (!catalog_has[i]) {
+          report.problems.push_back("catalog does not list " + prefix + "/" + names[i] +
+                                    "; run `mkpack catalog " + dir + "`");
+        }
+      }
+      // Every catalog file entry must match the member as indexed now.
+      std::vector<uint32_t> shard_of_catalog;  // catalog shard id -> our index
+      for (const ShardInfo& si : c.shards()) {
+        auto it = by_name.find(si.name);
+        shard_of_catalog.push_back(it == by_name.end() ? UINT32_MAX
+                                                       : static_cast<uint32_t>(it->second));
+      }
+      uint64_t catalog_files = 0;
+      size_t mismatches = 0;
+      Status st = c.ForEachFile([&](const std::string& key, const Node& n) -> Status {
+        ++catalog_files;
+        auto it = seen.find(key);
+        bool ok = false;
+        if (it != seen.end() && n.shard < shard_of_catalog.size() &&
+            shard_of_catalog[n.shard] == it->second.first) {
+          const ZipMember& m = *it->second.second;
+          ok = m.data_offset == n.data_offset && m.size == n.size && m.crc32 == n.crc32;
+        }
+        if (!ok && mismatches++ < 20) {
+          report.problems.push_back("catalog entry for " + QuoteKey(key) +
+                                    " does not match the shards; run `mkpack catalog " + dir + "`");
+        }
+        return Status::OK();
+      });
+      if (!st.ok()) report.problems.push_back(st.message());
+      if (mismatches > 20) {
+        report.problems.push_back(std::to_string(mismatches - 20) + " more catalog entries differ");
+      }
+      if (catalog_files != report.members && mismatches == 0) {
+        report.problems.push_back("catalog lists " + std::to_string(catalog_files) +
+                                  " files but the shards hold " + std::to_string(report.members) +
+                                  "; run `mkpack catalog " + dir + "`");
+      }
+    }
+  }
+  return report;
+}
+
+}  // namespace packfs

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The main job, end to end: install dependencies, build, generate a sample media folder, pack it,
+# list, resolve and verify it, then mount it with packfs and read from it.
+# Usage: scripts/demo.sh [WORKDIR]   (default: a temporary directory, removed at the end)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+scripts/install-deps.sh
+echo "== building"
+scripts/build.sh build >/dev/null
+bin=$root/build
+
+work=${1:-}
+cleanup_work=0
+if [[ -z "$work" ]]; then
+  work=$(mktemp -d /tmp/packfs-demo.XXXXXX)
+  cleanup_work=1
+fi
+mnt=$work/mnt
+cleanup() {
+  if mountpoint -q "$mnt" 2>/dev/null; then fusermount3 -u "$mnt" || true; fi
+  if ((cleanup_work)); then rm -rf "$work"; fi
+}
+trap cleanup EXIT
+
+step() { printf '\n$ %s\n' "$*"; "$@"; }
+
+echo "== generating a sample dataset in $work/src"
+mkdir -p "$work/src/images" "$work/src/clips" "$work/src/labels"
+ffmpeg -loglevel error -f lavfi -i testsrc=size=320x240:rate=10 -frames:v 300 \
+  "$work/src/images/%04d.jpg"
+for i in 0 1; do
+  ffmpeg -loglevel error -f lavfi -i "testsrc2=size=320x240:rate=25:duration=2" \
+    -c:v libx264 -bf 2 -pix_fmt yuv420p "$work/src/clips/clip$i.mp4"
+done
+for i in $(seq -w 0 299); do echo "{\"id\": $i, \"label\": $((10#$i % 7))}" > "$work/src/labels/$i.json"; done
+echo "$(find "$work/src" -type f | wc -l) files, $(du -sh "$work/src" | cut -f1)"
+
+step "$bin/mkpack" pack "$work/src" "$work/media" --max-pack-bytes 4000000
+step ls -l "$work/media"
+step "$bin/mkpack" ls --long "$work/media" | head -5
+step unzip -l "$work/media/pack-0000.zip" | head -6
+step "$bin/mkpack" resolve "$work/media" images/0001.jpg
+step "$bin/mkpack" verify "$work/media"
+
+if [[ -x "$bin/packfs" ]]; then
+  mkdir -p "$mnt"
+  step "$bin/packfs" "$work/media" "$mnt"
+  step ls "$mnt"
+  step getfattr -n user.packfs.ref "$mnt/images/0001.jpg"
+  echo
+  echo "$ diff -r $work/src $mnt"
+  diff -r "$work/src" "$mnt" && echo "identical"
+  step ffprobe -v error -show_entries stream=codec_name,width,height,nb_frames -of compact "$mnt/clips/clip0.mp4"
+  step fusermount3 -u "$mnt"
+fi
+echo
+echo "demo finished"

@@ -1,0 +1,323 @@
+// End-to-end tests of mkpack verify / ls / unpack / resolve / catalog, run as real processes on
+// the interop fixtures (pack sets written by another implementation) and on damaged copies.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "tests/support/test_util.h"
+
+namespace packfs {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Run;
+using testing::RunResult;
+using testing::TempDir;
+
+const std::vector<std::string> kGoodCases = {"multi-shard", "groups",         "zip64-forced",
+                                             "infozip-pipe", "stream-written", "junk-prefix"};
+
+// key -> sha256 from a fixture's sha256.txt ("<hex>  <key>" per line; keys may hold tabs/spaces).
+std::map<std::string, std::string> ReadSums(const std::string& path) {
+  std::map<std::string, std::string> sums;
+  std::istringstream in(testing::ReadFile(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.size() < 67) continue;
+    sums[line.substr(66)] = line.substr(0, 64);
+  }
+  return sums;
+}
+
+// Copies a fixture case into a writable temp dir; returns the path of its media/ copy.
+std::string CopyCase(const TempDir& tmp, const std::string& name) {
+  std::string dst = tmp / name;
+  fs::copy(testing::FixturesDir() + "/interop/" + name, dst, fs::copy_options::recursive);
+  for (auto& e : fs::recursive_directory_iterator(dst)) {
+    fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
+  }
+  fs::permissions(dst, fs::perms::owner_write, fs::perm_options::add);
+  return dst + "/media";
+}
+
+RunResult Mkpack(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {testing::MkpackPath()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return Run(argv);
+}
+
+std::vector<std::string> Lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(line);
+  return out;
+}
+
+TEST(MkpackCliTest, VerifyAcceptsEveryGoodFixture) {
+  for (const auto& name : kGoodCases) {
+    SCOPED_TRACE(name);
+    auto sums = ReadSums(testing::FixturesDir() + "/interop/" + name + "/sha256.txt");
+    RunResult r = Mkpack({"verify", testing::FixturesDir() + "/interop/" + name + "/media"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("OK: " + std::to_string(sums.size()) + " members"), std::string::npos)
+        << r.out;
+  }
+}
+
+TEST(MkpackCliTest, VerifyReportsEveryBadFixture) {
+  struct Case {
+    std::string name;
+    std::vector<std::string> must_mention;
+  };
+  const std::vector<Case> cases = {
+      {"deflated", {"a.txt", "deflate"}},
+      {"dup-across-shards", {"same.bin", "pack-0000.zip", "pack-0001.zip"}},
+      {"encrypted-flag", {"a.bin", "encrypt"}},
+      {"hostile-names", {"pack-0000.zip"}},
+      {"offset-outside", {"a.bin"}},
+      {"overlap", {"a.bin"}},
+      {"truncated", {"pack-0000.zip"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    RunResult r = Mkpack({"verify", testing::FixturesDir() + "/interop/bad/" + c.name + "/media"});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_NE(r.out.find("FAILED"), std::string::npos) << r.out;
+    for (const auto& word : c.must_mention) {
+      EXPECT_NE(r.out.find(word), std::string::npos) << "missing '" << word << "' in:\n" << r.out;
+    }
+    EXPECT_EQ(r.out.find(std::string(1, '\0')), std::string::npos) << "NUL byte printed";
+  }
+}
+
+// The nul-name fixture's writer (Python's zipfile) cut the name at the NUL when writing, so the
+// archive really holds the member "a": it must be served as "a", and no listed key may hold a NUL.
+TEST(MkpackCliTest, NulNameFixtureExposesNoNul) {
+  std::string media = testing::FixturesDir() + "/interop/bad/nul-name/media";
+  RunResult ls = Mkpack({"ls", media});
+  EXPECT_EQ(ls.exit_code, 0) << ls.err;
+  EXPECT_EQ(ls.out.find(std::string(1, '\0')), std::string::npos);
+  EXPECT_EQ(ls.out, "a\n");
+  EXPECT_EQ(Mkpack({"verify", media}).exit_code, 0);
+}
+
+TEST(MkpackCliTest, LsListsEveryKeyAndRefsMatchTheWriter) {
+  std::string media = testing::FixturesDir() + "/interop/multi-shard/media";
+  auto sums = ReadSums(testing::FixturesDir() + "/interop/multi-shard/sha256.txt");
+  RunResult r = Mkpack({"ls", media});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::set<std::string> listed;
+  for (const auto& l : Lines(r.out)) listed.insert(l);
+  std::set<std::string> expected;
+  for (const auto& [k, v] : sums) expected.insert(k);
+  EXPECT_EQ(listed, expected);
+
+  RunResult refs = Mkpack({"ls", "--refs", media});
+  ASSERT_EQ(refs.exit_code, 0) << refs.err;
+  std::set<std::string> got_refs;
+  for (const auto& l : Lines(refs.out)) {
+    size_t tab = l.rfind("\tzip://");
+    ASSERT_NE(tab, std::string::npos) << l;
+    got_refs.insert(l.substr(tab + 1));
+  }
+  std::set<std::string> want_refs;
+  for (const auto& l : Lines(testing::ReadFile(testing::FixturesDir() + "/interop/multi-shard/refs.txt"))) {
+    want_refs.insert(l);
+  }
+  EXPECT_EQ(got_refs, want_refs);
+
+  RunResult js = Mkpack({"ls", "--json", media});
+  ASSERT_EQ(js.exit_code, 0);
+  std::string tmpjson;
+  {
+    TempDir t;
+    testing::WriteFile(t / "ls.jsonl", js.out);
+    RunResult py = testing::Run({"python3", "-c",
+                        "import json,sys\nn=0\nfor l in open(sys.argv[1]):\n json.loads(l); n+=1\nprint(n)",
+                        t / "ls.jsonl"});
+    ASSERT_EQ(py.exit_code, 0) << py.err;
+    EXPECT_EQ(std::stoul(py.out), sums.size());
+  }
+}
+
+TEST(MkpackCliTest, UnpackIsByteIdenticalForEveryGoodFixture) {
+  for (const auto& name : kGoodCases) {
+    SCOPED_TRACE(name);
+    TempDir tmp;
+    RunResult r = Mkpack({"unpack", testing::FixturesDir() + "/interop/" + name + "/media", tmp / "out"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto sums = ReadSums(testing::FixturesDir() + "/interop/" + name + "/sha256.txt");
+    size_t files = 0;
+    for (auto& e : fs::recursive_directory_iterator(tmp / "out")) {
+      if (e.is_regular_file()) ++files;
+    }
+    EXPECT_EQ(files, sums.size());
+    for (const auto& [key, sum] : sums) {
+      EXPECT_EQ(testing::Sha256File(tmp / ("out/" + key)), sum) << key;
+    }
+  }
+}
+
+TEST(MkpackCliTest, UnpackRefusesToOverwriteAndForceReplaces) {
+  TempDir tmp;
+  std::string media = testing::FixturesDir() + "/interop/junk-prefix/media";
+  ASSERT_EQ(Mkpack({"unpack", media, tmp / "out"}).exit_code, 0);
+  testing::WriteFile(tmp / "out/j/0.bin", "changed");
+  RunResult again = Mkpack({"unpack", media, tmp / "out"});
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.err.find("already exists"), std::string::npos) << again.err;
+  EXPECT_EQ(testing::ReadFile(tmp / "out/j/0.bin"), "changed");
+  RunResult forced = Mkpack({"unpack", "--force", media, tmp / "out"});
+  EXPECT_EQ(forced.exit_code, 0) << forced.err;
+  auto sums = ReadSums(testing::FixturesDir() + "/interop/junk-prefix/sha256.txt");
+  EXPECT_EQ(testing::Sha256File(tmp / "out/j/0.bin"), sums["j/0.bin"]);
+}
+
+TEST(MkpackCliTest, UnpackNeverWritesThroughSymlinks) {
+  TempDir tmp;
+  fs::create_directories(tmp / "elsewhere");
+  fs::create_directories(tmp / "out");
+  fs::create_symlink(tmp / "elsewhere", tmp / "out/j");  // the fixture's keys live under j/
+  RunResult r = Mkpack({"unpack", "--force", testing::FixturesDir() + "/interop/junk-prefix/media",
+                        tmp / "out"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("symlink"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_empty(tmp / "elsewhere"));
+
+  // A symlink where a file goes is replaced with --force, never followed.
+  TempDir tmp2;
+  fs::create_directories(tmp2 / "out/j");
+  testing::WriteFile(tmp2 / "victim", "keep");
+  fs::create_symlink(tmp2 / "victim", tmp2 / "out/j/0.bin");
+  RunResult r2 = Mkpack({"unpack", "--force", testing::FixturesDir() + "/interop/junk-prefix/media",
+                         tmp2 / "out"});
+  EXPECT_EQ(r2.exit_code, 0) << r2.err;
+  EXPECT_EQ(testing::ReadFile(tmp2 / "victim"), "keep");
+  EXPECT_FALSE(fs::is_symlink(tmp2 / "out/j/0.bin"));
+}
+
+TEST(MkpackCliTest, UnpackOfHostileNamesStaysInsideTarget) {
+  TempDir tmp;
+  fs::create_directories(tmp / "a/b");
+  RunResult r = Mkpack({"unpack", testing::FixturesDir() + "/interop/bad/hostile-names/media",
+                        tmp / "a/b/out"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // fine.bin written, the bad names reported
+  EXPECT_TRUE(fs::exists(tmp / "a/b/out/fine.bin"));
+  // Nothing appeared beside or above the target.
+  std::set<std::string> found;
+  for (auto& e : fs::recursive_directory_iterator(tmp.path())) found.insert(e.path().string());
+  for (const auto& p : found) {
+    EXPECT_TRUE(p.rfind(tmp / "a/b/out", 0) == 0 || p == tmp / "a" || p == tmp / "a/b") << p;
+  }
+}
+
+TEST(MkpackCliTest, ResolveGivesTheBytesOfKeysAndRefs) {
+  std::string media = testing::FixturesDir() + "/interop/multi-shard/media";
+  auto sums = ReadSums(testing::FixturesDir() + "/interop/multi-shard/sha256.txt");
+  auto refs = Lines(testing::ReadFile(testing::FixturesDir() + "/interop/multi-shard/refs.txt"));
+  ASSERT_FALSE(refs.empty());
+  for (const std::string& ref : {refs.front(), refs.back(), refs[refs.size() / 2]}) {
+    RunResult r = Mkpack({"resolve", media, ref});
+    ASSERT_EQ(r.exit_code, 0) << ref << ": " << r.err;
+    auto f = Lines(r.out);
+    ASSERT_EQ(f.size(), 1u);
+    std::istringstream in(f[0]);
+    std::string path, off, size, crc;
+    std::getline(in, path, '\t');
+    std::getline(in, off, '\t');
+    std::getline(in, size, '\t');
+    std::getline(in, crc, '\t');
+    TempDir t;
+    RunResult dd = testing::Sh("tail -c +" + std::to_string(std::stoull(off) + 1) + " '" + path +
+                               "' | head -c " + size + " > '" + t / "blob" + "'");
+    ASSERT_EQ(dd.exit_code, 0);
+    std::string key = ref.substr(6, ref.find("::") - 6);
+    EXPECT_EQ(testing::Sha256File(t / "blob"), sums[key]) << ref;
+  }
+  RunResult missing = Mkpack({"resolve", media, "no/such/key"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("no/such/key"), std::string::npos);
+  RunResult wrong = Mkpack({"resolve", media, "zip://img/0000.jpg::media/pack-0004.zip"});
+  EXPECT_NE(wrong.exit_code, 0);
+  RunResult json = Mkpack({"resolve", "--json", media, "img/0000.jpg"});
+  EXPECT_EQ(json.exit_code, 0);
+  EXPECT_NE(json.out.find("\"offset\""), std::string::npos);
+}
+
+TEST(MkpackCliTest, CatalogBuildCheckAndRefresh) {
+  TempDir tmp;
+  std::string media = CopyCase(tmp, "multi-shard");
+  RunResult build = Mkpack({"catalog", media});
+  ASSERT_EQ(build.exit_code, 0) << build.err;
+  EXPECT_NE(build.out.find("5 indexed"), std::string::npos) << build.out;
+  EXPECT_EQ(Mkpack({"catalog", "--check", media}).exit_code, 0);
+  EXPECT_EQ(Mkpack({"verify", media}).exit_code, 0);
+
+  // A refresh with nothing changed reads no shard.
+  RunResult again = Mkpack({"catalog", media});
+  EXPECT_NE(again.out.find("0 indexed, 5 unchanged"), std::string::npos) << again.out;
+
+  // Replace one shard with another's bytes: check and verify see it; refresh re-indexes only it.
+  fs::remove(media + "/pack-0004.zip");
+  fs::copy_file(testing::FixturesDir() + "/interop/junk-prefix/media/pack-0000.zip",
+                media + "/pack-0004.zip");
+  RunResult check = Mkpack({"catalog", "--check", media});
+  EXPECT_EQ(check.exit_code, 1);
+  EXPECT_NE(check.out.find("pack-0004.zip"), std::string::npos) << check.out;
+  RunResult ver = Mkpack({"verify", media});
+  EXPECT_EQ(ver.exit_code, 1);
+  EXPECT_NE(ver.out.find("pack-0004.zip"), std::string::npos) << ver.out;
+  RunResult refresh = Mkpack({"catalog", media});
+  EXPECT_EQ(refresh.exit_code, 0) << refresh.err;
+  EXPECT_NE(refresh.out.find("1 indexed, 4 unchanged"), std::string::npos) << refresh.out;
+  EXPECT_EQ(Mkpack({"verify", media}).exit_code, 0);
+}
+
+TEST(MkpackCliTest, VerifyFindsADamagedByte) {
+  TempDir tmp;
+  std::string media = CopyCase(tmp, "junk-prefix");
+  RunResult res = Mkpack({"resolve", media, "j/3.bin"});
+  ASSERT_EQ(res.exit_code, 0) << res.err;
+  std::istringstream in(res.out);
+  std::string path, off;
+  std::getline(in, path, '\t');
+  std::getline(in, off, '\t');
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(std::stoll(off));
+    char c;
+    f.get(c);
+    f.seekp(std::stoll(off));
+    f.put(static_cast<char>(c ^ 0x5A));
+  }
+  RunResult r = Mkpack({"verify", media});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("j/3.bin"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("CRC"), std::string::npos) << r.out;
+  // unpack refuses to write the damaged member but writes the others.
+  RunResult u = Mkpack({"unpack", media, tmp / "out"});
+  EXPECT_EQ(u.exit_code, 1);
+  EXPECT_FALSE(fs::exists(tmp / "out/j/3.bin"));
+  EXPECT_TRUE(fs::exists(tmp / "out/j/2.bin"));
+}
+
+TEST(MkpackCliTest, UsageErrorsExitTwo) {
+  EXPECT_EQ(Mkpack({"verify"}).exit_code, 2);
+  EXPECT_EQ(Mkpack({"frobnicate"}).exit_code, 2);
+  RunResult r = Mkpack({"verify", "/nonexistent/media"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("/nonexistent/media"), std::string::npos) << r.err;
+  RunResult v = Mkpack({"--version"});
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_NE(v.out.find("mkpack"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace packfs
