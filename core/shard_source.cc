@@ -84,7 +84,7 @@ Result<size_t> MemoryShardSource::ReadAt(uint64_t offset, std::span<uint8_t> buf
   if (offset >= bytes_.size()) return size_t{0};
   size_t n = buf.size();
   if (n > bytes_.size() - offset) n = static_cast<size_t>(bytes_.size() - offset);
-  std::memcpy(buf.data(), bytes_.data() + offset, n);
+  if (n > 0) std::memcpy(buf.data(), bytes_.data() + offset, n);  // empty spans may be null
   return n;
 }
 

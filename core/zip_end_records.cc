@@ -111,12 +111,14 @@ Result<ZipEnd> CheckCandidate(const ShardSource& src, const Eocd& e) {
   end.zip64 = zip64;
   // Every central header is at least 46 bytes: a count the directory cannot hold is refused here,
   // before anyone allocates for it.
-  if (entries > cd_size / kCentralHeaderSize || (entries == 0 && cd_size != 0)) {
+  // (A zero count with a large directory may be 65536 entries wrapped in the 16-bit field.)
+  const bool may_wrap = !zip64 && cd_size >= uint64_t{0x10000} * kCentralHeaderSize;
+  if (entries > cd_size / kCentralHeaderSize || (entries == 0 && cd_size != 0 && !may_wrap)) {
     return Status::Corruption(src.name() + ": the end record declares " + std::to_string(entries) +
                               " entries but the central directory is " + std::to_string(cd_size) +
                               " bytes; the entry count disagrees with the directory");
   }
-  if (entries > 0) {
+  if (cd_size > 0) {
     std::array<uint8_t, 4> sig{};
     PACKFS_RETURN_IF_ERROR(ReadExactly(src, end.cd_offset, sig, "the central directory"));
     ByteReader sr(sig);

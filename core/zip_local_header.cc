@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/byte_reader.h"
+#include "core/crc32.h"
 #include "core/zip_format.h"
 
 namespace packfs {
@@ -88,13 +89,14 @@ Result<LocalHeader> ReadLocal(const ShardSource& src, uint64_t offset, size_t na
       if (b != 0) h.extra_well_formed = false;
     }
   }
+  h.sizes_masked = masked;
   if (masked && !z64_found) h.sizes_known = false;
   return h;
 }
 
-Result<bool> DataDescriptorMatches(const ShardSource& src, uint64_t at, uint64_t limit,
-                                   uint32_t crc32, uint64_t size) {
-  if (at > limit) return false;
+Result<size_t> DataDescriptorLength(const ShardSource& src, uint64_t at, uint64_t limit,
+                                    uint32_t crc32, uint64_t size) {
+  if (at > limit) return size_t{0};
   std::array<uint8_t, 24> buf{};
   const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), limit - at));
   std::span<uint8_t> got(buf.data(), n);
@@ -107,10 +109,23 @@ Result<bool> DataDescriptorMatches(const ShardSource& src, uint64_t at, uint64_t
       const uint32_t c = r.U32();
       const uint64_t cs = wide ? r.U64() : r.U32();
       const uint64_t us = wide ? r.U64() : r.U32();
-      if (r.ok() && c == crc32 && cs == size && us == size) return true;
+      if (r.ok() && c == crc32 && cs == size && us == size) return r.pos();
     }
   }
-  return false;
+  return size_t{0};
+}
+
+Result<uint32_t> CrcOfRange(const ShardSource& src, uint64_t offset, uint64_t size) {
+  std::vector<uint8_t> buf(static_cast<size_t>(std::min<uint64_t>(size, 1 << 20)));
+  uint32_t crc = 0;
+  while (size > 0) {
+    std::span<uint8_t> chunk(buf.data(), static_cast<size_t>(std::min<uint64_t>(size, buf.size())));
+    PACKFS_RETURN_IF_ERROR(ReadExactly(src, offset, chunk, "member data"));
+    crc = Crc32(crc, chunk.data(), chunk.size());
+    offset += chunk.size();
+    size -= chunk.size();
+  }
+  return crc;
 }
 
 }  // namespace packfs

@@ -16,6 +16,7 @@ struct LocalHeader {
   uint32_t crc32 = 0;
   uint64_t compressed_size = 0;  // from the ZIP64 extra when the 32-bit field is masked
   uint64_t size = 0;
+  bool sizes_masked = false;     // 0xFFFFFFFF size fields (values from the ZIP64 extra)
   bool sizes_known = true;       // false when masked without a usable ZIP64 extra
   std::string name;
   uint64_t data_offset = 0;      // absolute
@@ -28,9 +29,13 @@ struct LocalHeader {
 // shard; callers add it) when the header is truncated or its signature is wrong.
 Result<LocalHeader> ReadLocal(const ShardSource& src, uint64_t offset, size_t name_hint);
 
-// True when a data descriptor (optional signature, crc32, then 4- or 8-byte compressed and
-// uncompressed sizes) matching crc/size sits at absolute offset `at`, before `limit`.
-Result<bool> DataDescriptorMatches(const ShardSource& src, uint64_t at, uint64_t limit,
-                                   uint32_t crc32, uint64_t size);
+// The length (12, 16, 20 or 24) of the data descriptor matching crc/size at absolute offset
+// `at` (optional signature, crc32, then 4- or 8-byte compressed and uncompressed sizes), ending
+// at or before `limit`; 0 when none matches.
+Result<size_t> DataDescriptorLength(const ShardSource& src, uint64_t at, uint64_t limit,
+                                    uint32_t crc32, uint64_t size);
+
+// CRC-32 of `size` bytes at absolute offset `offset`, read in bounded chunks.
+Result<uint32_t> CrcOfRange(const ShardSource& src, uint64_t offset, uint64_t size);
 
 }  // namespace packfs

@@ -28,6 +28,7 @@ using namespace packfs::zip;
 
 constexpr const char* kRepack = "repack it with `mkpack pack`";
 
+
 struct CentralEntry {
   std::string_view name;  // points into the central directory buffer
   uint16_t made_by = 0, flags = 0, method = 0, dos_time = 0, dos_date = 0;
@@ -121,10 +122,16 @@ struct Directory {
 Result<Directory> ReadCentral(const ShardSource& src, const ZipEnd& end) {
   Directory dir;
   dir.bytes.resize(static_cast<size_t>(end.cd_size));
-  PACKFS_RETURN_IF_ERROR(ReadExactly(src, end.cd_offset, dir.bytes, "the central directory"));
+  if (!dir.bytes.empty()) {
+    PACKFS_RETURN_IF_ERROR(ReadExactly(src, end.cd_offset, dir.bytes, "the central directory"));
+  }
   dir.entries.reserve(static_cast<size_t>(end.entries));  // bounded by cd_size / 46 (FindZipEnd)
   ByteReader r(dir.bytes);
-  for (uint64_t i = 0; i < end.entries; ++i) {
+  // Some old writers store more than 65535 entries without ZIP64, keeping only the count modulo
+  // 65536 in the 16-bit field; the directory then holds more entries than declared. Those are
+  // read too, and accepted only when the real count wraps to the declared one.
+  const bool may_wrap = !end.zip64 && end.entries <= k16Max;
+  for (uint64_t i = 0; i < end.entries || (may_wrap && r.remaining() > 0); ++i) {
     const uint64_t at = end.cd_offset + r.pos();
     if (r.U32() != kCentralSig || !r.ok()) {
       return Status::Corruption(src.name() + ": central directory entry " + std::to_string(i + 1) +
@@ -166,12 +173,14 @@ Result<Directory> ReadCentral(const ShardSource& src, const ZipEnd& end) {
     }
     dir.entries.push_back(e);
   }
-  if (r.remaining() != 0) {
+  const uint64_t found = dir.entries.size();
+  if (r.remaining() != 0 ||
+      (found != end.entries && (found <= k16Max || found % 0x10000 != end.entries))) {
     return Status::Corruption(src.name() + ": the central directory holds " +
-                              std::to_string(r.remaining()) + " bytes after the " +
-                              std::to_string(end.entries) +
-                              " entries the end record declares; the entry count disagrees with "
-                              "the directory");
+                              std::to_string(found) + " entries (and " +
+                              std::to_string(r.remaining()) + " bytes more) but the end record "
+                              "declares " + std::to_string(end.entries) +
+                              "; the entry count disagrees with the directory");
   }
   std::unordered_set<std::string_view> seen;
   seen.reserve(dir.entries.size());
@@ -218,9 +227,19 @@ std::string CentralProblem(const CentralEntry& e, const ZipEnd& end) {
 }
 
 // Checks the local header against the central entry; fills data_offset on success.
+// Extents are checked before sizes so that a member reaching into its neighbour is reported
+// as an overlap, the more useful diagnosis. `headers` holds every local header offset, sorted.
 std::string LocalProblem(const ShardSource& src, const CentralEntry& e, const ZipEnd& end,
-                         uint64_t local_abs, uint64_t* data_offset) {
+                         const std::vector<uint64_t>& headers, uint64_t local_abs,
+                         uint64_t* data_offset, Status* io_error) {
+  // A failed read (EIO, a vanished network object) is not this member's fault: it fails the
+  // shard through *io_error instead of quietly refusing the member.
+  auto read_failed = [&](const Status& st) {
+    if (st.code() != Code::kCorruption) *io_error = st;
+    return "could not be checked: " + st.message();
+  };
   Result<LocalHeader> lh = ReadLocal(src, local_abs, e.name.size());
+  if (!lh.ok() && lh.status().code() != Code::kCorruption) return read_failed(lh.status());
   if (!lh.ok()) return "has a bad local header: " + lh.status().message() + "; " + kRepack;
   const LocalHeader& h = *lh;
   if (h.name != e.name) {
@@ -239,24 +258,48 @@ std::string LocalProblem(const ShardSource& src, const CentralEntry& e, const Zi
     return "has a malformed local extra field, so its data offset cannot be trusted: " +
            std::string(kRepack);
   }
+  if (h.data_offset > end.cd_offset || e.size > end.cd_offset - h.data_offset) {
+    return "has data (" + std::to_string(e.size) + " bytes at offset " +
+           std::to_string(h.data_offset) +
+           ") that runs into the central directory or past the end of the file: " + kRepack;
+  }
+  auto next = std::upper_bound(headers.begin(), headers.end(), local_abs);
+  if (next != headers.end() && h.data_offset + e.size > *next) {
+    return "overlaps the member whose local header is at offset " + std::to_string(*next) +
+           " (its data would end at " + std::to_string(h.data_offset + e.size) +
+           "); refusing it so it never returns another member's bytes: " + kRepack;
+  }
   const bool descriptor = ((h.flags | e.flags) & kFlagDataDescriptor) != 0;
   if (!descriptor && h.sizes_known &&
       (h.size != e.size || h.compressed_size != e.compressed_size || h.crc32 != e.crc32)) {
     return "has local sizes/CRC (" + std::to_string(h.size) + " bytes) that disagree with the "
            "central directory (" + std::to_string(e.size) + " bytes): " + kRepack;
   }
-  if (h.data_offset > end.cd_offset || e.size > end.cd_offset - h.data_offset) {
-    return "has data (" + std::to_string(e.size) + " bytes at offset " +
-           std::to_string(h.data_offset) +
-           ") that runs into the central directory or past the end of the file: " + kRepack;
+  if (!h.sizes_known) {
+    return "has local sizes marked as ZIP64 (0xFFFFFFFF) but no ZIP64 extra field; the archive "
+           "is damaged: " + std::string(kRepack);
   }
+  size_t descriptor_len = 0;
   if (descriptor) {
-    Result<bool> dd = DataDescriptorMatches(src, h.data_offset + e.size, end.cd_offset, e.crc32,
-                                            e.size);
-    if (!dd.ok()) return dd.status().message();
-    if (!*dd) {
+    Result<size_t> len =
+        DataDescriptorLength(src, h.data_offset + e.size, end.cd_offset, e.crc32, e.size);
+    if (!len.ok()) return read_failed(len.status());
+    descriptor_len = *len;
+    if (descriptor_len == 0) {
       return "uses a data descriptor that is missing or disagrees with the central directory "
              "(crc/size); the archive is damaged: " + std::string(kRepack);
+    }
+  }
+  // Writers pack members back to back, so the member (and its descriptor) ends exactly where the
+  // next local header or the central directory starts. When it does not, a damaged length may
+  // have shifted the data offset: only a CRC over the data can then vouch for the bytes.
+  const uint64_t boundary = next != headers.end() ? *next : end.cd_offset;
+  if (h.data_offset + e.size + descriptor_len != boundary) {
+    Result<uint32_t> crc = CrcOfRange(src, h.data_offset, e.size);
+    if (!crc.ok()) return read_failed(crc.status());
+    if (*crc != e.crc32) {
+      return "has data whose CRC-32 does not match the central directory (its headers are "
+             "damaged or the data changed): " + std::string(kRepack);
     }
   }
   *data_offset = h.data_offset;
@@ -277,7 +320,7 @@ Result<ZipIndex> ReadZipIndex(const ShardSource& src) {
   index.archive_start = end.archive_start;
   index.cd_offset = end.cd_offset;
   index.cd_size = end.cd_size;
-  index.cd_entries = end.entries;
+  index.cd_entries = dir.entries.size();  // equals the declared count, or wraps to it (16-bit)
   index.fingerprint = XXH3_64bits(dir.bytes.data(), dir.bytes.size());
 
   // Every local header inside the member area bounds the member before it, whatever the state
@@ -296,14 +339,10 @@ Result<ZipIndex> ReadZipIndex(const ShardSource& src) {
     std::string problem = CentralProblem(e, end);
     const uint64_t local_abs = end.archive_start + e.local_offset;
     uint64_t data_offset = 0;
-    if (problem.empty()) problem = LocalProblem(src, e, end, local_abs, &data_offset);
     if (problem.empty()) {
-      auto next = std::upper_bound(headers.begin(), headers.end(), local_abs);
-      if (next != headers.end() && data_offset + e.size > *next) {
-        problem = "overlaps the member whose local header is at offset " + std::to_string(*next) +
-                  " (its data would end at " + std::to_string(data_offset + e.size) +
-                  "); refusing it so it never returns another member's bytes: " + kRepack;
-      }
+      Status io_error;
+      problem = LocalProblem(src, e, end, headers, local_abs, &data_offset, &io_error);
+      if (!io_error.ok()) return io_error;
     }
     if (!problem.empty()) {
       index.problems.push_back(MemberMessage(src, e.name, problem));
@@ -358,7 +397,9 @@ Result<uint64_t> ReadLocalHeader(const ShardSource& src, uint64_t local_header_o
 Result<uint64_t> ZipFingerprint(const ShardSource& src) {
   PACKFS_ASSIGN_OR_RETURN(ZipEnd end, FindZipEnd(src));
   std::vector<uint8_t> cd(static_cast<size_t>(end.cd_size));
-  PACKFS_RETURN_IF_ERROR(ReadExactly(src, end.cd_offset, cd, "the central directory"));
+  if (!cd.empty()) {
+    PACKFS_RETURN_IF_ERROR(ReadExactly(src, end.cd_offset, cd, "the central directory"));
+  }
   return static_cast<uint64_t>(XXH3_64bits(cd.data(), cd.size()));
 }
 

@@ -36,7 +36,8 @@ struct ZipIndex {
   uint64_t archive_start = 0;         // bytes of junk before the archive
   uint64_t cd_offset = 0;             // absolute offset of the central directory
   uint64_t cd_size = 0;
-  uint64_t cd_entries = 0;            // entries the end record declares (including directories)
+  uint64_t cd_entries = 0;            // central entries (including directories); equals the end
+                                      // record's count, or wraps to it in a 16-bit field
   uint64_t fingerprint = 0;           // XXH3-64 of the central directory bytes
 };
 
