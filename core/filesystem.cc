@@ -1,0 +1,236 @@
+// Filesystem: node attributes, lookup, listing, reads and xattrs over the served catalog.
+//
+// Inode numbers are catalog node ids. With one source they are that catalog's ids (root 1 =
+// FUSE_ROOT_ID, stable for a given catalog file); with several they are the ids of the merged
+// in-memory catalog (see filesystem_merge.cc). Nodes never change while mounted, so the FUSE layer
+// keeps no lookup counts: forget is a no-op and any id can be resolved at any time.
+#include "core/filesystem.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "core/key.h"
+
+namespace packfs {
+
+Result<std::unique_ptr<Filesystem>> Filesystem::Open(
+    std::vector<std::unique_ptr<PackSet>> sources, const FilesystemOptions& options) {
+  if (sources.empty()) return Status::InvalidArgument("no source to mount");
+  std::unique_ptr<Filesystem> fs(new Filesystem());
+  fs->options_ = options;
+  fs->sources_ = std::move(sources);
+  for (const auto& src : fs->sources_) {
+    for (const auto& w : src->warnings()) fs->warnings_.push_back(src->dir() + ": " + w);
+    for (const auto& shard : src->catalog().shards()) {
+      fs->dir_mtime_ = std::max<int64_t>(fs->dir_mtime_, shard.mtime_ns / 1000000000);
+    }
+  }
+  if (fs->sources_.size() == 1) {
+    fs->catalog_ = &fs->sources_[0]->catalog();
+    fs->shard_base_ = {0};
+  } else {
+    PACKFS_RETURN_IF_ERROR(fs->BuildMerged(options));
+    fs->catalog_ = fs->merged_.get();
+  }
+  const CatalogTotals& t = fs->catalog_->totals();
+  fs->totals_ = FsTotals{t.files, t.directories, t.bytes, fs->catalog_->shards().size()};
+  fs->shard_count_ = fs->catalog_->shards().size();
+  fs->shard_seen_ = std::make_unique<std::atomic<bool>[]>(fs->shard_count_);
+  return fs;
+}
+
+Filesystem::~Filesystem() = default;
+
+Attr Filesystem::MakeAttr(const Node& node) const {
+  Attr a;
+  a.ino = node.id;
+  a.uid = options_.uid;
+  a.gid = options_.gid;
+  if (node.is_dir()) {
+    // nlink 1 is the Linux convention for "subdirectory count unknown" (find and fts then do not
+    // use it to skip stat calls). Counting subdirectories would cost a listing per getattr.
+    a.mode = S_IFDIR | (0555 & ~options_.umask);
+    a.nlink = 1;
+    a.mtime = node.mtime != 0 ? node.mtime : dir_mtime_;
+  } else {
+    uint32_t perm = node.mode != 0 ? (node.mode & 0555) : 0444;
+    a.mode = S_IFREG | (perm & ~options_.umask);
+    a.nlink = 1;
+    a.size = node.size;
+    a.blocks = (node.size + 511) / 512;
+    a.mtime = node.mtime;
+  }
+  return a;
+}
+
+Result<Node> Filesystem::GetNode(uint64_t ino) const {
+  PACKFS_ASSIGN_OR_RETURN(std::optional<Node> node, catalog_->Get(ino));
+  if (!node) return Status::NotFound("no node with inode number " + std::to_string(ino));
+  return std::move(*node);
+}
+
+Result<Node> Filesystem::GetFile(uint64_t ino) const {
+  PACKFS_ASSIGN_OR_RETURN(Node node, GetNode(ino));
+  if (node.is_dir()) {
+    return Status::IOError("'" + QuoteKey(KeyOrId(node)) + "' is a directory", EISDIR);
+  }
+  return node;
+}
+
+std::string Filesystem::KeyOrId(const Node& node) const {
+  Result<std::string> key = catalog_->KeyOf(node);
+  return key.ok() ? *key : "#" + std::to_string(node.id);
+}
+
+std::string Filesystem::DescribeNode(uint64_t ino) const {
+  Result<Node> node = GetNode(ino);
+  return node.ok() ? QuoteKey(KeyOrId(*node)) : "#" + std::to_string(ino);
+}
+
+Filesystem::SourceNode Filesystem::ToSource(const Node& merged) const {
+  if (sources_.size() == 1) return SourceNode{sources_[0].get(), merged};
+  // The source is the last one whose first global shard id is <= the node's shard.
+  size_t s = static_cast<size_t>(
+      std::upper_bound(shard_base_.begin(), shard_base_.end(), merged.shard) -
+      shard_base_.begin() - 1);
+  SourceNode out{sources_[s].get(), merged};
+  out.node.shard = merged.shard - shard_base_[s];
+  out.node.id = origins_[merged.id].id;
+  out.node.parent = origins_[merged.id].parent;
+  return out;
+}
+
+Result<std::optional<Attr>> Filesystem::Lookup(uint64_t parent, std::string_view name) const {
+  PACKFS_ASSIGN_OR_RETURN(Node dir, GetNode(parent));
+  if (!dir.is_dir()) {
+    return Status::IOError("'" + QuoteKey(KeyOrId(dir)) + "' is not a directory", ENOTDIR);
+  }
+  PACKFS_ASSIGN_OR_RETURN(std::optional<Node> child, catalog_->Lookup(parent, name));
+  if (!child) return std::optional<Attr>();
+  return std::optional<Attr>(MakeAttr(*child));
+}
+
+Result<Attr> Filesystem::GetAttr(uint64_t ino) const {
+  PACKFS_ASSIGN_OR_RETURN(Node node, GetNode(ino));
+  return MakeAttr(node);
+}
+
+Status Filesystem::ReadDir(uint64_t ino, uint64_t offset, size_t max_entries,
+                           std::vector<DirEntry>* out) const {
+  out->clear();
+  PACKFS_ASSIGN_OR_RETURN(Node dir, GetNode(ino));
+  if (!dir.is_dir()) {
+    return Status::IOError("'" + QuoteKey(KeyOrId(dir)) + "' is not a directory", ENOTDIR);
+  }
+  // Positions: 0 is ".", 1 is "..", 2 + i is the i-th child in name order.
+  uint64_t pos = offset;
+  if (pos == 0 && out->size() < max_entries) {
+    out->push_back(DirEntry{".", MakeAttr(dir), 1});
+    pos = 1;
+  }
+  if (pos == 1 && out->size() < max_entries) {
+    Attr parent_attr = MakeAttr(dir);
+    if (dir.parent != dir.id) {
+      PACKFS_ASSIGN_OR_RETURN(Node parent, GetNode(dir.parent));
+      parent_attr = MakeAttr(parent);
+    }
+    out->push_back(DirEntry{"..", parent_attr, 2});
+    pos = 2;
+  }
+  if (pos < 2 || out->size() >= max_entries) return Status::OK();
+  uint64_t first = pos - 2;
+  if (first >= dir.child_count) return Status::OK();
+  std::vector<Node> children;
+  PACKFS_RETURN_IF_ERROR(catalog_->List(dir, first, max_entries - out->size(), &children));
+  for (size_t i = 0; i < children.size(); ++i) {
+    out->push_back(DirEntry{children[i].name, MakeAttr(children[i]), pos + i + 1});
+  }
+  return Status::OK();
+}
+
+Result<ReadExtent> Filesystem::PrepareRead(uint64_t ino, uint64_t offset, size_t size) const {
+  PACKFS_ASSIGN_OR_RETURN(Node file, GetFile(ino));
+  SourceNode src = ToSource(file);
+  ReadExtent ext;
+  if (offset >= file.size || size == 0) return ext;
+  auto describe = [&]() {
+    return "reading '" + QuoteKey(KeyOrId(file)) + "' from " +
+           src.set->ShardRefPath(src.node.shard);
+  };
+  Status checked = src.set->CheckMember(src.node);
+  if (!checked.ok()) return checked.WithPrefix(describe());
+  Result<ShardLease> lease = src.set->OpenShard(src.node.shard);
+  if (!lease.ok()) return lease.status().WithPrefix(describe());
+  if (file.shard < shard_count_ && !shard_seen_[file.shard].exchange(true)) stats_.ShardUsed();
+  ext.lease = std::move(*lease);
+  ext.shard_offset = file.data_offset + offset;
+  ext.length = static_cast<size_t>(std::min<uint64_t>(size, file.size - offset));
+  if (ext.shard_offset + ext.length > ext.lease->size()) {
+    // The catalog said the shard holds these bytes; a shorter file means it changed under us.
+    return Status::Stale(describe() + ": shard ends at " + std::to_string(ext.lease->size()) +
+                         " but the member needs bytes up to " +
+                         std::to_string(ext.shard_offset + ext.length));
+  }
+  return ext;
+}
+
+Result<size_t> Filesystem::Read(uint64_t ino, uint64_t offset, std::span<uint8_t> buf) const {
+  PACKFS_ASSIGN_OR_RETURN(ReadExtent ext, PrepareRead(ino, offset, buf.size()));
+  if (ext.length == 0) return size_t{0};
+  Result<size_t> n = ext.lease->ReadAt(ext.shard_offset, buf.first(ext.length));
+  if (!n.ok()) return n.status().WithPrefix("reading '" + DescribeNode(ino) + "'");
+  if (*n != ext.length) {
+    return Status::Stale("reading '" + DescribeNode(ino) + "': " + ext.lease->name() +
+                         " ended early (it changed since it was indexed)");
+  }
+  return n;
+}
+
+Result<std::optional<std::string>> Filesystem::GetXattr(uint64_t ino,
+                                                        std::string_view name) const {
+  PACKFS_ASSIGN_OR_RETURN(Node node, GetNode(ino));
+  if (node.is_dir()) {
+    if (node.id == kRootId && name == kXattrStats) return std::optional<std::string>(StatsJson());
+    return std::optional<std::string>();
+  }
+  SourceNode src = ToSource(node);
+  std::string value;
+  if (name == kXattrRef) {
+    PACKFS_ASSIGN_OR_RETURN(std::string key, catalog_->KeyOf(node));
+    value = src.set->Ref(key, src.node);
+  } else if (name == kXattrShard) {
+    value = src.set->ShardFilePath(src.node.shard);
+  } else if (name == kXattrOffset) {
+    value = std::to_string(node.data_offset);
+  } else if (name == kXattrSize) {
+    value = std::to_string(node.size);
+  } else if (name == kXattrCrc32) {
+    char hex[9];
+    std::snprintf(hex, sizeof hex, "%08x", node.crc32);
+    value = hex;
+  } else {
+    return std::optional<std::string>();
+  }
+  return std::optional<std::string>(std::move(value));
+}
+
+Result<std::vector<std::string>> Filesystem::ListXattr(uint64_t ino) const {
+  PACKFS_ASSIGN_OR_RETURN(Node node, GetNode(ino));
+  if (node.is_dir()) {
+    if (node.id == kRootId) return std::vector<std::string>{kXattrStats};
+    return std::vector<std::string>{};
+  }
+  return std::vector<std::string>{kXattrRef, kXattrShard, kXattrOffset, kXattrSize, kXattrCrc32};
+}
+
+std::string Filesystem::StatsJson() const {
+  std::string extra = "\"sources\": " + std::to_string(sources_.size()) +
+                      ", \"files\": " + std::to_string(totals_.files) +
+                      ", \"shards\": " + std::to_string(totals_.shards);
+  return stats_.ToJson(extra);
+}
+
+}  // namespace packfs

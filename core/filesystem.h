@@ -1,0 +1,156 @@
+// Filesystem: the FUSE-free answers of a packfs mount — one read-only directory tree over one or
+// more PackSets, addressed by inode numbers: lookup, getattr, readdir, read, xattrs, statfs, and
+// the stats counters. The FUSE layer (fuse/lowlevel_ops) only translates requests to these calls;
+// tests drive this class directly.
+//
+// Thread-safety: every method is safe for concurrent use from any thread (the catalog pools its
+// SQLite connections per thread, shard reads are positional). A Filesystem owns its PackSets;
+// leases returned by PrepareRead keep a shard fd open independently of the Filesystem's pool.
+#pragma once
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/catalog.h"
+#include "core/pack_set.h"
+#include "core/stats.h"
+#include "core/status.h"
+
+namespace packfs {
+
+struct FilesystemOptions {
+  // What to do when a key is present in two sources.
+  enum class OnCollision { kError, kFirst, kLast };
+  OnCollision on_collision = OnCollision::kError;
+  uint32_t uid = 0;    // owner reported for every node
+  uint32_t gid = 0;
+  uint32_t umask = 0;  // removed from every mode (files 0444 / zip mode & 0555, directories 0555)
+};
+
+// Attributes of one node, the core's `struct stat`.
+struct Attr {
+  uint64_t ino = 0;
+  uint32_t mode = 0;   // type and permission bits (S_IFREG / S_IFDIR)
+  uint32_t nlink = 1;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint64_t size = 0;
+  uint64_t blocks = 0;  // 512-byte units
+  int64_t mtime = 0;    // seconds since the epoch (also used for atime and ctime)
+  bool is_dir() const { return (mode & S_IFMT) == S_IFDIR; }
+};
+
+struct DirEntry {
+  std::string name;
+  Attr attr;
+  uint64_t next_offset = 0;  // the readdir offset that continues after this entry
+};
+
+// Where the bytes of a read are: `length` bytes at `shard_offset` of the leased shard file.
+// length 0 means end of file. Hold the lease until the bytes have been sent.
+struct ReadExtent {
+  ShardLease lease;
+  uint64_t shard_offset = 0;
+  size_t length = 0;
+};
+
+struct FsTotals {
+  uint64_t files = 0;
+  uint64_t directories = 0;
+  uint64_t bytes = 0;
+  uint64_t shards = 0;
+};
+
+class Filesystem {
+ public:
+  static constexpr const char* kXattrRef = "user.packfs.ref";
+  static constexpr const char* kXattrShard = "user.packfs.shard";
+  static constexpr const char* kXattrOffset = "user.packfs.offset";
+  static constexpr const char* kXattrSize = "user.packfs.size";
+  static constexpr const char* kXattrCrc32 = "user.packfs.crc32";
+  static constexpr const char* kXattrStats = "user.packfs.stats";
+
+  // Serves `sources` (at least one) as one tree. With several sources the trees are merged; a key
+  // in two sources fails with InvalidArgument listing the collisions unless options say which
+  // copy wins. A key that is a file in one source and a directory in another always fails.
+  static Result<std::unique_ptr<Filesystem>> Open(std::vector<std::unique_ptr<PackSet>> sources,
+                                                  const FilesystemOptions& options);
+  ~Filesystem();
+  Filesystem(const Filesystem&) = delete;
+  Filesystem& operator=(const Filesystem&) = delete;
+
+  // The child `name` of directory `parent`; nullopt when there is none (a cacheable negative
+  // answer). NotFound when `parent` is unknown; an ENOTDIR error when it is a file.
+  Result<std::optional<Attr>> Lookup(uint64_t parent, std::string_view name) const;
+  Result<Attr> GetAttr(uint64_t ino) const;
+
+  // Entries of directory `ino` starting at `offset` (0 = start; "." and ".." come first), at most
+  // `max_entries`. An empty result means the end. Offsets are stable positions in name order.
+  Status ReadDir(uint64_t ino, uint64_t offset, size_t max_entries,
+                 std::vector<DirEntry>* out) const;
+
+  // Resolves a read of file `ino` to its place in a shard: checks the shard against the catalog
+  // and the member's local header before its first read. Reads past EOF give length 0. Errors
+  // name the shard and the member.
+  Result<ReadExtent> PrepareRead(uint64_t ino, uint64_t offset, size_t size) const;
+  // Copying read (fallback path and tests): fills buf from `offset`, returns the byte count.
+  Result<size_t> Read(uint64_t ino, uint64_t offset, std::span<uint8_t> buf) const;
+
+  // Extended attributes. nullopt: no such attribute on this node (ENODATA).
+  Result<std::optional<std::string>> GetXattr(uint64_t ino, std::string_view name) const;
+  Result<std::vector<std::string>> ListXattr(uint64_t ino) const;
+
+  // Full key of a node ("" for the root), for messages.
+  std::string DescribeNode(uint64_t ino) const;
+
+  const FsTotals& totals() const { return totals_; }
+  Stats& stats() const { return stats_; }
+  std::string StatsJson() const;
+  size_t source_count() const { return sources_.size(); }
+  // Warnings collected while opening the sources (refused members, stale catalogs replaced).
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+ private:
+  // A file node as its own PackSet knows it.
+  struct SourceNode {
+    const PackSet* set = nullptr;
+    Node node;
+  };
+  struct Origin {  // merged mode: the source node of merged file id i
+    uint64_t id = 0;
+    uint64_t parent = 0;
+  };
+
+  Filesystem() = default;
+  Status BuildMerged(const FilesystemOptions& options);
+  Attr MakeAttr(const Node& node) const;
+  Result<Node> GetNode(uint64_t ino) const;
+  Result<Node> GetFile(uint64_t ino) const;
+  SourceNode ToSource(const Node& merged) const;
+  std::string KeyOrId(const Node& node) const;
+
+  std::vector<std::unique_ptr<PackSet>> sources_;
+  // The catalog served: the single source's own, or the in-memory merged one.
+  const Catalog* catalog_ = nullptr;
+  std::unique_ptr<Catalog> merged_;
+  std::vector<uint32_t> shard_base_;   // merged mode: first global shard id of each source
+  std::vector<Origin> origins_;        // merged mode: indexed by merged node id
+  std::unique_ptr<std::atomic<bool>[]> shard_seen_;  // per global shard, for stats
+  size_t shard_count_ = 0;
+  FilesystemOptions options_;
+  int64_t dir_mtime_ = 0;  // newest shard mtime: what directories report
+  FsTotals totals_;
+  std::vector<std::string> warnings_;
+  mutable Stats stats_;
+};
+
+}  // namespace packfs

@@ -1,0 +1,70 @@
+// Stats: lock-free counters of a mounted filesystem (requests by kind, bytes served, errors, reads
+// in flight, a log2 latency histogram of reads), rendered as JSON for `user.packfs.stats`.
+//
+// Thread-safety: every method is safe for concurrent use (relaxed atomics; a snapshot may mix
+// counts from requests that finished while it was taken, which is fine for monitoring).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace packfs {
+
+enum class RequestKind : uint8_t {
+  kLookup = 0,
+  kGetattr,
+  kOpen,
+  kOpendir,
+  kReaddir,
+  kReaddirplus,
+  kRead,
+  kStatfs,
+  kGetxattr,
+  kListxattr,
+  kMutating,  // anything refused with EROFS
+  kOther,
+  kCount,
+};
+
+const char* RequestKindName(RequestKind kind);
+
+class Stats {
+ public:
+  // Read latency buckets: bucket i counts reads that took [2^i, 2^(i+1)) microseconds; bucket 0
+  // also holds reads under 1 µs and the last bucket everything slower (~1 s and more).
+  static constexpr size_t kLatencyBuckets = 21;
+
+  void Count(RequestKind kind) {
+    requests_[static_cast<size_t>(kind)].fetch_add(1, std::memory_order_relaxed);
+  }
+  void CountError() { errors_.fetch_add(1, std::memory_order_relaxed); }
+  void AddBytes(uint64_t n) { bytes_served_.fetch_add(n, std::memory_order_relaxed); }
+  void RecordReadLatency(uint64_t micros);
+  void ReadStarted() { reads_in_flight_.fetch_add(1, std::memory_order_relaxed); }
+  void ReadFinished() { reads_in_flight_.fetch_sub(1, std::memory_order_relaxed); }
+  // Counts a shard's first use (callers make sure each shard is counted once).
+  void ShardUsed() { shards_used_.fetch_add(1, std::memory_order_relaxed); }
+
+  uint64_t requests(RequestKind kind) const {
+    return requests_[static_cast<size_t>(kind)].load(std::memory_order_relaxed);
+  }
+  uint64_t errors() const { return errors_.load(std::memory_order_relaxed); }
+  uint64_t bytes_served() const { return bytes_served_.load(std::memory_order_relaxed); }
+
+  // One JSON object: {"requests": {...}, "bytes_served": N, "errors": N, "reads_in_flight": N,
+  // "shards_used": N, "read_latency_us": {"<lower bound>": count, ...}}. `extra` is spliced in
+  // verbatim as additional members (e.g. "\"sources\": 2"), or empty.
+  std::string ToJson(const std::string& extra = "") const;
+
+ private:
+  std::array<std::atomic<uint64_t>, static_cast<size_t>(RequestKind::kCount)> requests_{};
+  std::array<std::atomic<uint64_t>, kLatencyBuckets> latency_{};
+  std::atomic<uint64_t> errors_{0};
+  std::atomic<uint64_t> bytes_served_{0};
+  std::atomic<int64_t> reads_in_flight_{0};
+  std::atomic<uint64_t> shards_used_{0};
+};
+
+}  // namespace packfs

@@ -1,0 +1,368 @@
+// libfuse low-level callbacks over packfs::Filesystem.
+#include "fuse/lowlevel_ops.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+namespace packfs {
+namespace {
+
+SessionState& State(fuse_req_t req) {
+  return *static_cast<SessionState*>(fuse_req_userdata(req));
+}
+
+// Runs one callback body; anything thrown becomes EIO and a log line instead of unwinding into
+// libfuse's C frames. Bodies reply before they can throw only in paths that cannot throw.
+template <typename Body>
+void Guard(fuse_req_t req, const char* op, Body&& body) {
+  try {
+    body();
+  } catch (const std::exception& e) {
+    State(req).log->Error(std::string(op) + ": internal error: " + e.what());
+    State(req).fs->stats().CountError();
+    fuse_reply_err(req, EIO);
+  } catch (...) {
+    State(req).log->Error(std::string(op) + ": internal error (unknown exception)");
+    State(req).fs->stats().CountError();
+    fuse_reply_err(req, EIO);
+  }
+}
+
+// Replies with a core failure; errors other than "no such node" are logged.
+void ReplyStatus(fuse_req_t req, const char* op, const Status& st) {
+  SessionState& s = State(req);
+  s.fs->stats().CountError();
+  if (st.code() != Code::kNotFound) s.log->Error(std::string(op) + ": " + st.message());
+  fuse_reply_err(req, ErrnoOf(st));
+}
+
+struct stat ToStat(const Attr& a) {
+  struct stat st;
+  std::memset(&st, 0, sizeof st);
+  st.st_ino = a.ino;
+  st.st_mode = a.mode;
+  st.st_nlink = a.nlink;
+  st.st_uid = a.uid;
+  st.st_gid = a.gid;
+  st.st_size = static_cast<off_t>(a.size);
+  st.st_blocks = static_cast<blkcnt_t>(a.blocks);
+  st.st_blksize = 65536;
+  st.st_mtim.tv_sec = a.mtime;
+  st.st_atim.tv_sec = a.mtime;
+  st.st_ctim.tv_sec = a.mtime;
+  return st;
+}
+
+fuse_entry_param ToEntry(const SessionState& s, const Attr& a) {
+  fuse_entry_param e;
+  std::memset(&e, 0, sizeof e);
+  e.ino = a.ino;
+  e.generation = 1;
+  e.attr = ToStat(a);
+  e.attr_timeout = s.config.attr_timeout;
+  e.entry_timeout = s.config.entry_timeout;
+  return e;
+}
+
+void OpInit(void* userdata, fuse_conn_info* conn) {
+  auto& s = *static_cast<SessionState*>(userdata);
+  // Every listing is a readdirplus: one request hands the kernel names and attributes, so a
+  // loader that scans its folders first pays no LOOKUP per file afterwards.
+  if (conn->capable & FUSE_CAP_READDIRPLUS) conn->want |= FUSE_CAP_READDIRPLUS;
+  conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+  // Data never changes: nothing to invalidate when attributes are refreshed.
+  conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+  if (s.config.zero_copy && s.config.splice) {
+    conn->want |= conn->capable & (FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
+  }
+  // libfuse derives the kernel's max_pages (the largest READ) from max_write, and insists that
+  // max_read here equals the max_read mount option.
+  if (conn->max_write < s.config.max_read) conn->max_write = s.config.max_read;
+  conn->max_read = s.config.max_read;
+  if (conn->max_background < 64) conn->max_background = 64;
+  s.no_open_supported.store((conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) != 0);
+  try {
+    if (s.on_ready) s.on_ready();
+  } catch (...) {
+    s.log->Error("init: could not report readiness");
+  }
+}
+
+void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  Guard(req, "lookup", [&] {
+    SessionState& s = State(req);
+    s.fs->stats().Count(RequestKind::kLookup);
+    Result<std::optional<Attr>> r = s.fs->Lookup(parent, name);
+    if (!r.ok()) return ReplyStatus(req, "lookup", r.status());
+    if (!*r) {
+      // A negative entry (ino 0) with a timeout: the kernel caches the absence of the name.
+      fuse_entry_param e;
+      std::memset(&e, 0, sizeof e);
+      e.entry_timeout = s.config.negative_timeout;
+      fuse_reply_entry(req, &e);
+      return;
+    }
+    fuse_entry_param e = ToEntry(s, **r);
+    fuse_reply_entry(req, &e);
+  });
+}
+
+void OpForget(fuse_req_t req, fuse_ino_t, uint64_t) { fuse_reply_none(req); }
+void OpForgetMulti(fuse_req_t req, size_t, fuse_forget_data*) { fuse_reply_none(req); }
+
+void OpGetattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+  Guard(req, "getattr", [&] {
+    SessionState& s = State(req);
+    s.fs->stats().Count(RequestKind::kGetattr);
+    Result<Attr> r = s.fs->GetAttr(ino);
+    if (!r.ok()) return ReplyStatus(req, "getattr", r.status());
+    struct stat st = ToStat(*r);
+    fuse_reply_attr(req, &st, s.config.attr_timeout);
+  });
+}
+
+void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  Guard(req, "open", [&] {
+    SessionState& s = State(req);
+    s.fs->stats().Count(RequestKind::kOpen);
+    if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+      s.fs->stats().Count(RequestKind::kMutating);
+      return (void)fuse_reply_err(req, EROFS);
+    }
+    Result<Attr> r = s.fs->GetAttr(ino);
+    if (!r.ok()) return ReplyStatus(req, "open", r.status());
+    if (r->is_dir()) return (void)fuse_reply_err(req, EISDIR);
+    // With no-open support the kernel stops sending OPEN (and RELEASE) after this answer and
+    // keeps the page cache across opens: one request less per file.
+    if (s.config.no_open && s.no_open_supported.load(std::memory_order_relaxed)) {
+      return (void)fuse_reply_err(req, ENOSYS);
+    }
+    fi->keep_cache = 1;
+    fi->noflush = 1;
+    fuse_reply_open(req, fi);
+  });
+}
+
+void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+  Guard(req, "read", [&] {
+    SessionState& s = State(req);
+    Stats& stats = s.fs->stats();
+    stats.Count(RequestKind::kRead);
+    auto start = std::chrono::steady_clock::now();
+    stats.ReadStarted();
+    struct InFlight {
+      Stats& stats;
+      std::chrono::steady_clock::time_point start;
+      ~InFlight() {
+        stats.ReadFinished();
+        auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+            std::chrono::steady_clock::now() - start);
+        stats.RecordReadLatency(static_cast<uint64_t>(us.count()));
+      }
+    } in_flight{stats, start};
+    if (off < 0) return (void)fuse_reply_err(req, EINVAL);
+    Result<ReadExtent> ext = s.fs->PrepareRead(ino, static_cast<uint64_t>(off), size);
+    if (!ext.ok()) return ReplyStatus(req, "read", ext.status());
+    if (ext->length == 0) return (void)fuse_reply_buf(req, nullptr, 0);
+    if (s.config.zero_copy) {
+      // The reply's data is a window of the shard fd: libfuse splices it into /dev/fuse (or
+      // preads it into its buffer) without another copy of ours. The lease keeps the fd open
+      // until fuse_reply_data returns.
+      fuse_bufvec bv;
+      std::memset(&bv, 0, sizeof bv);
+      bv.count = 1;
+      bv.buf[0].size = ext->length;
+      bv.buf[0].flags = static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
+      bv.buf[0].fd = ext->lease->fd();
+      bv.buf[0].pos = static_cast<off_t>(ext->shard_offset);
+      int rc = fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+      if (rc == 0) stats.AddBytes(ext->length);
+      return;
+    }
+    std::vector<uint8_t> buf(ext->length);
+    Result<size_t> n = ext->lease->ReadAt(ext->shard_offset, buf);
+    if (!n.ok()) {
+      return ReplyStatus(req, "read",
+                         n.status().WithPrefix("reading '" + s.fs->DescribeNode(ino) + "'"));
+    }
+    stats.AddBytes(*n);
+    fuse_reply_buf(req, reinterpret_cast<const char*>(buf.data()), *n);
+  });
+}
+
+void OpRelease(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
+
+void OpOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  Guard(req, "opendir", [&] {
+    SessionState& s = State(req);
+    s.fs->stats().Count(RequestKind::kOpendir);
+    if ((fi->flags & O_ACCMODE) != O_RDONLY) return (void)fuse_reply_err(req, EROFS);
+    Result<Attr> r = s.fs->GetAttr(ino);
+    if (!r.ok()) return ReplyStatus(req, "opendir", r.status());
+    if (!r->is_dir()) return (void)fuse_reply_err(req, ENOTDIR);
+    // The kernel keeps the listing in its page cache across opens (listings never change).
+    fi->cache_readdir = 1;
+    fi->keep_cache = 1;
+    fuse_reply_open(req, fi);
+  });
+}
+
+void ReadDirCommon(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus) {
+  const char* op = plus ? "readdirplus" : "readdir";
+  Guard(req, op, [&] {
+    SessionState& s = State(req);
+    s.fs->stats().Count(plus ? RequestKind::kReaddirplus : RequestKind::kReaddir);
+    if (off < 0) return (void)fuse_reply_err(req, EINVAL);
+    // Smallest entry: 24 bytes of header + name (readdir), plus 128 of attributes (plus); ask
+    // the catalog for about as many entries as can fit.
+    size_t per_entry = plus ? 160 : 32;
+    std::vector<DirEntry> entries;
+    Status st = s.fs->ReadDir(ino, static_cast<uint64_t>(off), size / per_entry + 1, &entries);
+    if (!st.ok()) return ReplyStatus(req, op, st);
+    std::vector<char> buf(size);
+    size_t used = 0;
+    for (const DirEntry& d : entries) {
+      size_t room = size - used;
+      size_t need;
+      if (plus) {
+        fuse_entry_param e = ToEntry(s, d.attr);
+        need = fuse_add_direntry_plus(req, buf.data() + used, room, d.name.c_str(), &e,
+                                      static_cast<off_t>(d.next_offset));
+      } else {
+        struct stat st_entry = ToStat(d.attr);
+        need = fuse_add_direntry(req, buf.data() + used, room, d.name.c_str(), &st_entry,
+                                 static_cast<off_t>(d.next_offset));
+      }
+      if (need > room) break;  // not added; the kernel asks again from this entry's offset
+      used += need;
+    }
+    fuse_reply_buf(req, buf.data(), used);
+  });
+}
+
+void OpReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+  ReadDirCommon(req, ino, size, off, false);
+}
+void OpReaddirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+  ReadDirCommon(req, ino, size, off, true);
+}
+
+void OpStatfs(fuse_req_t req, fuse_ino_t) {
+  Guard(req, "statfs", [&] {
+    SessionState& s = State(req);
+    s.fs->stats().Count(RequestKind::kStatfs);
+    const FsTotals& t = s.fs->totals();
+    struct statvfs st;
+    std::memset(&st, 0, sizeof st);
+    st.f_bsize = 4096;
+    st.f_frsize = 4096;
+    st.f_blocks = (t.bytes + 4095) / 4096;
+    st.f_files = t.files + t.directories;
+    st.f_namemax = 255;
+    st.f_flag = ST_RDONLY;
+    fuse_reply_statfs(req, &st);
+  });
+}
+
+void ReplyXattrValue(fuse_req_t req, const std::string& value, size_t size) {
+  if (size == 0) return (void)fuse_reply_xattr(req, value.size());  // size probe
+  if (value.size() > size) return (void)fuse_reply_err(req, ERANGE);
+  fuse_reply_buf(req, value.data(), value.size());
+}
+
+void OpGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+  Guard(req, "getxattr", [&] {
+    SessionState& s = State(req);
+    s.fs->stats().Count(RequestKind::kGetxattr);
+    Result<std::optional<std::string>> r = s.fs->GetXattr(ino, name);
+    if (!r.ok()) return ReplyStatus(req, "getxattr", r.status());
+    if (!*r) return (void)fuse_reply_err(req, ENODATA);
+    ReplyXattrValue(req, **r, size);
+  });
+}
+
+void OpListxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+  Guard(req, "listxattr", [&] {
+    SessionState& s = State(req);
+    s.fs->stats().Count(RequestKind::kListxattr);
+    Result<std::vector<std::string>> r = s.fs->ListXattr(ino);
+    if (!r.ok()) return ReplyStatus(req, "listxattr", r.status());
+    std::string names;
+    for (const auto& n : *r) names.append(n).push_back('\0');
+    ReplyXattrValue(req, names, size);
+  });
+}
+
+// Every request that would change something: the mount is read-only.
+void Refuse(fuse_req_t req) {
+  State(req).fs->stats().Count(RequestKind::kMutating);
+  fuse_reply_err(req, EROFS);
+}
+void OpSetattr(fuse_req_t req, fuse_ino_t, struct stat*, int, fuse_file_info*) { Refuse(req); }
+void OpMknod(fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) { Refuse(req); }
+void OpMkdir(fuse_req_t req, fuse_ino_t, const char*, mode_t) { Refuse(req); }
+void OpUnlink(fuse_req_t req, fuse_ino_t, const char*) { Refuse(req); }
+void OpRmdir(fuse_req_t req, fuse_ino_t, const char*) { Refuse(req); }
+void OpSymlink(fuse_req_t req, const char*, fuse_ino_t, const char*) { Refuse(req); }
+void OpRename(fuse_req_t req, fuse_ino_t, const char*, fuse_ino_t, const char*, unsigned) {
+  Refuse(req);
+}
+void OpLink(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) { Refuse(req); }
+void OpWrite(fuse_req_t req, fuse_ino_t, const char*, size_t, off_t, fuse_file_info*) {
+  Refuse(req);
+}
+void OpCreate(fuse_req_t req, fuse_ino_t, const char*, mode_t, fuse_file_info*) { Refuse(req); }
+void OpSetxattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) {
+  Refuse(req);
+}
+void OpRemovexattr(fuse_req_t req, fuse_ino_t, const char*) { Refuse(req); }
+void OpFallocate(fuse_req_t req, fuse_ino_t, int, off_t, off_t, fuse_file_info*) { Refuse(req); }
+
+}  // namespace
+
+int ErrnoOf(const Status& status) {
+  if (status.ok()) return 0;
+  return status.err() > 0 ? status.err() : EIO;
+}
+
+fuse_lowlevel_ops MakeLowlevelOps() {
+  fuse_lowlevel_ops ops;
+  std::memset(&ops, 0, sizeof ops);
+  ops.init = OpInit;
+  ops.lookup = OpLookup;
+  ops.forget = OpForget;
+  ops.forget_multi = OpForgetMulti;
+  ops.getattr = OpGetattr;
+  ops.open = OpOpen;
+  ops.read = OpRead;
+  ops.release = OpRelease;
+  ops.opendir = OpOpendir;
+  ops.readdir = OpReaddir;
+  ops.readdirplus = OpReaddirplus;
+  ops.statfs = OpStatfs;
+  ops.getxattr = OpGetxattr;
+  ops.listxattr = OpListxattr;
+  ops.setattr = OpSetattr;
+  ops.mknod = OpMknod;
+  ops.mkdir = OpMkdir;
+  ops.unlink = OpUnlink;
+  ops.rmdir = OpRmdir;
+  ops.symlink = OpSymlink;
+  ops.rename = OpRename;
+  ops.link = OpLink;
+  ops.write = OpWrite;
+  ops.create = OpCreate;
+  ops.setxattr = OpSetxattr;
+  ops.removexattr = OpRemovexattr;
+  ops.fallocate = OpFallocate;
+  return ops;
+}
+
+}  // namespace packfs

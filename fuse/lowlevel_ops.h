@@ -1,0 +1,52 @@
+// The libfuse3 low-level operations of packfs: each callback translates one kernel request into a
+// Filesystem call and the result into a reply. core Status → errno happens here and only here.
+//
+// Thread-safety: callbacks run on any worker of the multi-threaded session loop at once; they keep
+// no state of their own beyond the SessionState reached through fuse_req_userdata, which the
+// caller owns and keeps alive (unchanged, apart from its atomics) until the session is destroyed.
+// No C++ exception leaves a callback: each catches everything and replies EIO.
+#pragma once
+
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+
+#include <atomic>
+#include <functional>
+
+#include "core/filesystem.h"
+#include "core/status.h"
+#include "fuse/logger.h"
+
+namespace packfs {
+
+struct ServeConfig {
+  // Nothing in a mount ever changes, so the kernel may keep names, attributes and negative
+  // lookups for as long as it likes (a year); every cached answer saves a request.
+  double entry_timeout = 365.0 * 86400;
+  double attr_timeout = 365.0 * 86400;
+  double negative_timeout = 365.0 * 86400;
+  bool zero_copy = true;   // reply to reads from the shard fd (splice when the kernel allows)
+  bool splice = true;      // ask for FUSE_CAP_SPLICE_WRITE|MOVE
+  bool no_open = true;     // answer open with ENOSYS when the kernel supports it
+  // Largest READ we ask the kernel for (1 MiB: large members stream at disk speed). It is
+  // also the max_read mount option, which libfuse wants repeated in INIT.
+  unsigned max_read = 1u << 20;
+};
+
+struct SessionState {
+  const Filesystem* fs = nullptr;
+  const Logger* log = nullptr;
+  ServeConfig config;
+  // Set by INIT from the kernel's capabilities.
+  std::atomic<bool> no_open_supported{false};
+  // Called once from the INIT callback: the mount now answers requests.
+  std::function<void()> on_ready;
+};
+
+// The operation table (read-only ops implemented; every mutating op replies EROFS).
+fuse_lowlevel_ops MakeLowlevelOps();
+
+// The errno a reply carries for a failed core call (positive; EIO when the status has none).
+int ErrnoOf(const Status& status);
+
+}  // namespace packfs

@@ -1,0 +1,304 @@
+// packfs: mounts pack sets as a read-only directory tree.
+//
+//   packfs [options] SOURCE... MOUNTPOINT
+//
+// Without -f the command returns only once the mount answers: it forks, the child opens the
+// sources, mounts and reports over a pipe from the kernel's INIT (or sends its error); the parent
+// waits for that one message, prints any error and exits with the child's verdict. Forking comes
+// before anything opens SQLite or starts threads, so the child never inherits either.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/filesystem.h"
+#include "core/pack_set.h"
+#include "fuse/logger.h"
+#include "fuse/mount_options.h"
+#include "fuse/session.h"
+
+namespace packfs {
+namespace {
+
+struct Cli {
+  std::vector<std::string> paths;  // sources then mountpoint
+  std::vector<std::string> o;
+  bool foreground = false;
+  bool debug = false;
+  int threads = 0;
+  std::string catalog;
+  std::string on_collision;
+};
+
+// Undoes \040-style escapes of /proc/self/mountinfo.
+std::string UnescapeMountinfo(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size() + 0 && std::isdigit(s[i + 1])) {
+      out.push_back(static_cast<char>(std::stoi(s.substr(i + 1, 3), nullptr, 8)));
+      i += 3;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+Result<std::string> CheckMountpoint(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    int err = errno;
+    if (err == ENOTCONN) {
+      return Status::IOError("mountpoint " + path + " is a dead FUSE mount; run `fusermount3 -u " +
+                             path + "` first", err);
+    }
+    return Status::IOError("mountpoint " + path + ": " + ErrnoText(err), err);
+  }
+  if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument("mountpoint " + path +
+                                                           " is not a directory");
+  char buf[PATH_MAX];
+  if (!::realpath(path.c_str(), buf)) return Status::IOError("mountpoint " + path + ": " +
+                                                             ErrnoText(errno), errno);
+  std::string real = buf;
+  std::ifstream mountinfo("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(mountinfo, line)) {
+    std::istringstream fields(line);
+    std::string id, parent, devno, root, mnt;
+    fields >> id >> parent >> devno >> root >> mnt;
+    if (UnescapeMountinfo(mnt) == real) {
+      return Status::AlreadyExists("mountpoint " + real +
+                                   " is busy: something is already mounted there (unmount it "
+                                   "with `fusermount3 -u " + real + "` or choose another directory)");
+    }
+  }
+  return real;
+}
+
+Result<std::string> CheckSource(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    return Status::NotFound("source " + path + ": " + ErrnoText(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument("source " + path + " is not a directory (give the pack " +
+                                   "directory holding pack-0000.zip)");
+  }
+  char buf[PATH_MAX];
+  if (!::realpath(path.c_str(), buf)) return Status::IOError("source " + path + ": " +
+                                                             ErrnoText(errno), errno);
+  return std::string(buf);
+}
+
+// Everything resolved from the command line, before any fork.
+struct Plan {
+  std::vector<std::string> sources;  // absolute
+  std::string mountpoint;            // absolute
+  MountOptions mount;
+  FilesystemOptions fs;
+  PackSetOptions pack;
+  int threads = 8;
+  bool foreground = false;
+  bool debug = false;
+};
+
+Result<Plan> MakePlan(const Cli& cli) {
+  if (cli.paths.size() < 2) {
+    return Status::InvalidArgument("need at least one SOURCE and a MOUNTPOINT (see --help)");
+  }
+  Plan plan;
+  for (const auto& o : cli.o) PACKFS_RETURN_IF_ERROR(ParseMountOptions(o, &plan.mount));
+  PACKFS_ASSIGN_OR_RETURN(plan.mountpoint, CheckMountpoint(cli.paths.back()));
+  std::set<std::string> seen;
+  for (size_t i = 0; i + 1 < cli.paths.size(); ++i) {
+    PACKFS_ASSIGN_OR_RETURN(std::string src, CheckSource(cli.paths[i]));
+    if (!seen.insert(src).second) {
+      return Status::InvalidArgument("source " + src + " is given twice");
+    }
+    plan.sources.push_back(src);
+  }
+  plan.fs.uid = plan.mount.uid.value_or(::getuid());
+  plan.fs.gid = plan.mount.gid.value_or(::getgid());
+  plan.fs.umask = plan.mount.umask.value_or(0);
+  std::string collision = !cli.on_collision.empty() ? cli.on_collision
+                                                    : plan.mount.on_collision.value_or("error");
+  if (collision == "first") {
+    plan.fs.on_collision = FilesystemOptions::OnCollision::kFirst;
+  } else if (collision == "last") {
+    plan.fs.on_collision = FilesystemOptions::OnCollision::kLast;
+  } else if (collision != "error") {
+    return Status::InvalidArgument("--on-collision must be error, first or last, not '" +
+                                   collision + "'");
+  }
+  std::string catalog = !cli.catalog.empty() ? cli.catalog : plan.mount.catalog.value_or("");
+  if (catalog == "none") {
+    plan.pack.catalog_use = PackSetOptions::CatalogUse::kNone;
+  } else if (!catalog.empty()) {
+    if (plan.sources.size() != 1) {
+      return Status::InvalidArgument("--catalog PATH names one catalog; it needs exactly one "
+                                     "SOURCE");
+    }
+    plan.pack.catalog_use = PackSetOptions::CatalogUse::kRequire;
+    plan.pack.catalog_path = catalog;
+  }
+  plan.threads = cli.threads > 0 ? cli.threads : plan.mount.threads.value_or(8);
+  plan.debug = cli.debug || plan.mount.debug;
+  plan.foreground = cli.foreground || plan.debug;
+  return plan;
+}
+
+Result<std::unique_ptr<Filesystem>> OpenFilesystem(const Plan& plan, const Logger& log) {
+  std::vector<std::unique_ptr<PackSet>> sets;
+  for (const auto& src : plan.sources) {
+    PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<PackSet> set, PackSet::Open(src, plan.pack));
+    sets.push_back(std::move(set));
+  }
+  PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<Filesystem> fs,
+                          Filesystem::Open(std::move(sets), plan.fs));
+  for (const auto& w : fs->warnings()) log.Warning(w);
+  return fs;
+}
+
+void WriteAll(int fd, const std::string& s) {
+  size_t done = 0;
+  while (done < s.size()) {
+    ssize_t n = ::write(fd, s.data() + done, s.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
+}
+
+// The mount itself (foreground, or the daemon child). `ready_fd` (or -1) receives "O" once the
+// mount answers, or "E<message>" on failure.
+int RunMount(const Plan& plan, int ready_fd) {
+  Logger log("packfs");
+  auto fail = [&](const Status& st) {
+    if (ready_fd >= 0) {
+      WriteAll(ready_fd, "E" + st.message());
+    } else {
+      log.Error(st.message());
+    }
+    return 1;
+  };
+  Result<std::unique_ptr<Filesystem>> fs = OpenFilesystem(plan, log);
+  if (!fs.ok()) return fail(fs.status());
+  ServeConfig config;
+  config.zero_copy = plan.mount.zero_copy;
+  config.splice = plan.mount.splice;
+  config.no_open = plan.mount.no_open;
+  config.max_read = plan.mount.max_read.value_or(config.max_read);
+  SessionParams params;
+  params.mountpoint = plan.mountpoint;
+  params.fuse_options = FuseOptionString(plan.mount, plan.sources.front(), config.max_read);
+  params.threads = plan.threads;
+  params.debug = plan.debug;
+  bool daemon = ready_fd >= 0;
+  auto on_ready = [&log, &ready_fd, daemon] {
+    if (!daemon) return;
+    // From here on nobody reads our terminal: errors go to syslog, stdio to /dev/null.
+    log.UseSyslog();
+    WriteAll(ready_fd, "O");
+    ::close(ready_fd);
+    ready_fd = -1;
+    int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (devnull >= 0) {
+      ::dup2(devnull, STDIN_FILENO);
+      ::dup2(devnull, STDOUT_FILENO);
+      ::dup2(devnull, STDERR_FILENO);
+      ::close(devnull);
+    }
+  };
+  Status st = ServeMount(**fs, config, params, log, on_ready);
+  if (!st.ok()) return fail(st);
+  if (plan.debug) log.Info("unmounted " + plan.mountpoint + "; stats:\n" + (*fs)->StatsJson());
+  return 0;
+}
+
+int Daemonize(const Plan& plan) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    std::cerr << "packfs: pipe: " << ErrnoText(errno) << "\n";
+    return 1;
+  }
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    std::cerr << "packfs: fork: " << ErrnoText(errno) << "\n";
+    return 1;
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    ::setsid();
+    if (::chdir("/") != 0) {
+      // Paths are absolute already; a failed chdir only keeps the old cwd busy.
+    }
+    ::_exit(RunMount(plan, fds[1]));
+  }
+  ::close(fds[1]);
+  std::string msg;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    msg.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  if (!msg.empty() && msg[0] == 'O') return 0;
+  int wstatus = 0;
+  ::waitpid(pid, &wstatus, 0);
+  if (!msg.empty() && msg[0] == 'E') {
+    std::cerr << "packfs: " << msg.substr(1) << "\n";
+  } else {
+    std::cerr << "packfs: the mount process exited before the mount was ready\n";
+  }
+  return 1;
+}
+
+}  // namespace
+}  // namespace packfs
+
+int main(int argc, char** argv) {
+  using namespace packfs;
+  Cli cli;
+  CLI::App app{"packfs: mount pack sets (directories of STORED zip shards) read-only.\n"
+               "Several SOURCEs merge into one tree.",
+               "packfs"};
+  app.set_version_flag("--version", std::string("packfs ") + PACKFS_VERSION + " (git " +
+                                        PACKFS_GIT_REV + ")");
+  app.add_option("paths", cli.paths, "SOURCE... MOUNTPOINT")->required();
+  app.add_flag("-f,--foreground", cli.foreground, "stay in the foreground");
+  app.add_flag("-d,--debug", cli.debug,
+               "foreground, trace every FUSE request, print the stats at unmount");
+  app.add_option("-o", cli.o,
+                 "mount options: allow_other, uid=N, gid=N, umask=OCTAL, max_read=N, "
+                 "catalog=PATH|none, threads=N, on_collision=first|last, nozerocopy, open, ...")
+      ->allow_extra_args(false);
+  app.add_option("--threads", cli.threads, "FUSE worker threads (default 8)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--catalog", cli.catalog,
+                 "catalog file to use, or 'none' to index the shards at mount "
+                 "(default: <SOURCE>/.packfs-catalog.sqlite when present and fresh)");
+  app.add_option("--on-collision", cli.on_collision,
+                 "a key in two sources: error (default), first or last wins");
+  CLI11_PARSE(app, argc, argv);
+
+  Result<Plan> plan = MakePlan(cli);
+  if (!plan.ok()) {
+    std::cerr << "packfs: " << plan.status().message() << "\n";
+    return 1;
+  }
+  if (plan->foreground) return RunMount(*plan, -1);
+  return Daemonize(*plan);
+}

@@ -1,0 +1,40 @@
+// Mount options: splits `-o a,b=c` lists into what packfs handles itself (uid=, gid=, umask=,
+// catalog=, on_collision=, threads=, nozerocopy, nosplice, open) and what goes to libfuse and the
+// kernel (allow_other, max_read=, ...), dropping what only mount(8) and fstab use (defaults,
+// noauto, nofail, _netdev, user, x-*, ...). Pure functions; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace packfs {
+
+struct MountOptions {
+  std::optional<uint32_t> uid;
+  std::optional<uint32_t> gid;
+  std::optional<uint32_t> umask;
+  std::optional<std::string> catalog;       // path, or "none"
+  std::optional<std::string> on_collision;  // "error" | "first" | "last"
+  std::optional<int> threads;
+  std::optional<uint32_t> max_read;         // -o max_read=N (libfuse needs it in INIT too)
+  bool zero_copy = true;
+  bool splice = true;
+  bool no_open = true;
+  bool debug = false;                       // -o debug
+  std::vector<std::string> fuse_options;    // passed on, in order
+};
+
+// Adds the options of one `-o` argument to `out`. Fails on malformed values (uid=abc, umask=9).
+Status ParseMountOptions(std::string_view list, MountOptions* out);
+
+// The option string for libfuse: the passed-on options plus what every packfs mount uses
+// (ro, default_permissions, fsname=<fsname>, subtype=packfs, max_read=<max_read>).
+std::string FuseOptionString(const MountOptions& opts, const std::string& fsname,
+                             uint32_t max_read);
+
+}  // namespace packfs

@@ -1,0 +1,89 @@
+// Session: libfuse session setup, mount, multi-threaded loop, unmount.
+#include "fuse/session.h"
+
+#include <memory>
+#include <vector>
+
+namespace packfs {
+namespace {
+
+struct SessionDeleter {
+  void operator()(fuse_session* se) const { fuse_session_destroy(se); }
+};
+struct LoopConfigDeleter {
+  void operator()(fuse_loop_config* c) const { fuse_loop_cfg_destroy(c); }
+};
+
+// Undoes the steps of a session that succeeded, in reverse order, on every path out.
+class MountedSession {
+ public:
+  explicit MountedSession(fuse_session* se) : se_(se) {}
+  ~MountedSession() {
+    if (mounted_) fuse_session_unmount(se_);
+    if (signals_) fuse_remove_signal_handlers(se_);
+  }
+  Status InstallSignals() {
+    if (fuse_set_signal_handlers(se_) != 0) {
+      return Status::IOError("could not install signal handlers");
+    }
+    signals_ = true;
+    return Status::OK();
+  }
+  Status Mount(const std::string& mountpoint) {
+    if (fuse_session_mount(se_, mountpoint.c_str()) != 0) {
+      return Status::IOError("could not mount at " + mountpoint +
+                             " (the reason is printed above by libfuse)");
+    }
+    mounted_ = true;
+    return Status::OK();
+  }
+
+ private:
+  fuse_session* se_;
+  bool signals_ = false;
+  bool mounted_ = false;
+};
+
+}  // namespace
+
+Status ServeMount(const Filesystem& fs, const ServeConfig& config, const SessionParams& params,
+                  const Logger& log, std::function<void()> on_ready) {
+  SessionState state;
+  state.fs = &fs;
+  state.log = &log;
+  state.config = config;
+  state.on_ready = std::move(on_ready);
+
+  std::vector<std::string> args_s = {"packfs", "-o", params.fuse_options};
+  if (params.debug) args_s.push_back("-d");
+  std::vector<char*> argv;
+  for (auto& a : args_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  fuse_args args{static_cast<int>(args_s.size()), argv.data(), 0};
+
+  fuse_lowlevel_ops ops = MakeLowlevelOps();
+  std::unique_ptr<fuse_session, SessionDeleter> se(
+      fuse_session_new(&args, &ops, sizeof ops, &state));
+  fuse_opt_free_args(&args);
+  if (!se) {
+    return Status::InvalidArgument("libfuse rejected the mount options '" +
+                                   params.fuse_options + "'");
+  }
+  {
+    MountedSession mounted(se.get());
+    PACKFS_RETURN_IF_ERROR(mounted.InstallSignals());
+    PACKFS_RETURN_IF_ERROR(mounted.Mount(params.mountpoint));
+    std::unique_ptr<fuse_loop_config, LoopConfigDeleter> loop(fuse_loop_cfg_create());
+    if (!loop) return Status::IOError("out of memory creating the session loop");
+    unsigned threads = static_cast<unsigned>(params.threads > 0 ? params.threads : 1);
+    fuse_loop_cfg_set_max_threads(loop.get(), threads);
+    // Keep every worker alive between bursts: creating threads per request costs more than
+    // the idle stacks.
+    fuse_loop_cfg_set_idle_threads(loop.get(), threads);
+    int rc = fuse_session_loop_mt(se.get(), loop.get());
+    if (rc < 0) log.Error("session loop ended with error: " + ErrnoText(-rc));
+  }
+  return Status::OK();
+}
+
+}  // namespace packfs

@@ -1,0 +1,31 @@
+// Session: mounts a Filesystem with libfuse and serves it on a multi-threaded loop until it is
+// unmounted (fusermount3 -u, umount) or the process gets SIGINT, SIGTERM or SIGHUP; then it
+// unmounts and returns.
+//
+// Threads: ServeMount runs libfuse's loop on the calling thread, which starts up to `threads`
+// workers and joins them all before returning. The Filesystem and Logger must outlive the call.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "core/filesystem.h"
+#include "fuse/logger.h"
+#include "fuse/lowlevel_ops.h"
+
+namespace packfs {
+
+struct SessionParams {
+  std::string mountpoint;    // absolute path
+  std::string fuse_options;  // the -o string for libfuse
+  int threads = 8;
+  bool debug = false;        // libfuse request tracing on stderr
+};
+
+// Returns OK after a clean unmount. Fails (before anything is served, leaving nothing mounted)
+// when libfuse rejects the options or the mount itself fails. `on_ready` runs once, on a worker
+// thread, when the kernel's INIT has been answered: from then on the mount answers requests.
+Status ServeMount(const Filesystem& fs, const ServeConfig& config, const SessionParams& params,
+                  const Logger& log, std::function<void()> on_ready);
+
+}  // namespace packfs

@@ -1,0 +1,255 @@
+// packfs mount lifecycle: foreground mounts ended by SIGTERM/SIGINT, unmounting while readers
+// run, stats printed at unmount with -d, and mounting through mount(8), mount.fuse3, fstab and
+// the mount.fuse.packfs helper. Each test checks /proc/mounts for leftovers.
+#include <fcntl.h>
+#include <limits.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "tests/support/mount_util.h"
+#include "tests/support/test_util.h"
+
+namespace packfs {
+namespace {
+
+using testing::IsMounted;
+using testing::Mount;
+using testing::Sh;
+using testing::TempDir;
+
+// A packfs running in the foreground as a child of the test; killed and reaped on destruction.
+class ForegroundPackfs {
+ public:
+  ForegroundPackfs(const std::vector<std::string>& args, const std::string& stderr_path) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      int fd = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(fd, STDERR_FILENO);
+      std::vector<char*> argv;
+      std::string bin = testing::PackfsPath();
+      argv.push_back(bin.data());
+      std::vector<std::string> copy = args;
+      for (auto& a : copy) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(bin.c_str(), argv.data());
+      ::_exit(127);
+    }
+  }
+  ~ForegroundPackfs() {
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  // Waits for the process to exit; returns its wait status (or -1 after `seconds`).
+  int Wait(int seconds) {
+    for (int i = 0; i < seconds * 20; ++i) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        reaped_ = true;
+        return status;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return -1;
+  }
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+bool WaitMounted(const std::string& mnt, bool want, int seconds = 10) {
+  for (int i = 0; i < seconds * 20; ++i) {
+    if (IsMounted(mnt) == want) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+class LifecycleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse here";
+    for (int i = 0; i < 20; ++i) {
+      testing::WriteFile(tmp_ / ("tree/f" + std::to_string(i)),
+                         testing::RandomBytes(200000, static_cast<uint64_t>(i)));
+    }
+    testing::MakePythonPack(tmp_ / "tree", tmp_ / "media", 8);
+    ASSERT_EQ(::mkdir((tmp_ / "mnt").c_str(), 0755), 0);
+    char buf[PATH_MAX];
+    ASSERT_NE(::realpath((tmp_ / "mnt").c_str(), buf), nullptr);
+    mnt_ = buf;
+  }
+  void TearDown() override {
+    if (!mnt_.empty() && IsMounted(mnt_)) {
+      testing::Run({"fusermount3", "-u", "-z", mnt_});
+      ADD_FAILURE() << "test left " << mnt_ << " mounted";
+    }
+  }
+  TempDir tmp_;
+  std::string mnt_;
+};
+
+TEST_F(LifecycleTest, SigtermAndSigintUnmountCleanly) {
+  for (int sig : {SIGTERM, SIGINT}) {
+    ForegroundPackfs p({"-f", tmp_ / "media", mnt_}, tmp_ / "stderr.txt");
+    ASSERT_TRUE(WaitMounted(mnt_, true)) << testing::ReadFile(tmp_ / "stderr.txt");
+    EXPECT_EQ(testing::ReadFile(mnt_ + "/f3"), testing::ReadFile(tmp_ / "tree/f3"));
+    ASSERT_EQ(::kill(p.pid(), sig), 0);
+    int status = p.Wait(20);
+    ASSERT_NE(status, -1) << "packfs did not exit on signal " << sig;
+    EXPECT_TRUE(WIFEXITED(status)) << status;
+    EXPECT_FALSE(IsMounted(mnt_)) << "stale mount after signal " << sig;
+  }
+}
+
+TEST_F(LifecycleTest, UnmountWhileReadersRun) {
+  ForegroundPackfs p({"-f", tmp_ / "media", mnt_}, tmp_ / "stderr.txt");
+  ASSERT_TRUE(WaitMounted(mnt_, true)) << testing::ReadFile(tmp_ / "stderr.txt");
+  std::atomic<bool> stop{false};
+  std::atomic<int> good_reads{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 4; ++t) {
+    readers.emplace_back([&, t] {
+      std::string buf(65536, '\0');
+      for (int i = 0; !stop.load(); ++i) {
+        int fd = ::open((mnt_ + "/f" + std::to_string((i + t) % 20)).c_str(), O_RDONLY);
+        if (fd < 0) continue;
+        while (::read(fd, buf.data(), buf.size()) > 0) {
+        }
+        ::close(fd);
+        ++good_reads;
+      }
+    });
+  }
+  while (good_reads.load() < 20) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // Readers hold files open, so a plain unmount would be EBUSY: SIGTERM makes packfs detach.
+  ASSERT_EQ(::kill(p.pid(), SIGTERM), 0);
+  int status = p.Wait(20);
+  stop = true;
+  for (auto& r : readers) r.join();
+  EXPECT_NE(status, -1) << "packfs did not exit with readers running";
+  EXPECT_FALSE(IsMounted(mnt_));
+  // A daemonized mount with readers, ended by fusermount3 -u -z.
+  Mount m({tmp_ / "media"}, mnt_);
+  ASSERT_TRUE(m.ok()) << m.result().err;
+  stop = false;
+  std::thread reader([&] {
+    while (!stop.load()) testing::Sh("cat '" + mnt_ + "/f1' > /dev/null 2>&1");
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(testing::Run({"fusermount3", "-u", "-z", mnt_}).exit_code, 0);
+  stop = true;
+  reader.join();
+  EXPECT_TRUE(WaitMounted(mnt_, false));
+  // The daemon is gone too: nothing named packfs serves this mountpoint any more.
+  auto procs = Sh("pgrep -f 'packfs .*" + mnt_ + "$' || true");
+  for (int i = 0; i < 40 && !procs.out.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    procs = Sh("pgrep -f 'packfs .*" + mnt_ + "$' || true");
+  }
+  EXPECT_EQ(procs.out, "");
+}
+
+TEST_F(LifecycleTest, DebugPrintsStatsAtUnmount) {
+  ForegroundPackfs p({"-d", tmp_ / "media", mnt_}, tmp_ / "stderr.txt");
+  ASSERT_TRUE(WaitMounted(mnt_, true)) << testing::ReadFile(tmp_ / "stderr.txt");
+  EXPECT_EQ(testing::ReadFile(mnt_ + "/f5"), testing::ReadFile(tmp_ / "tree/f5"));
+  EXPECT_EQ(testing::Run({"fusermount3", "-u", mnt_}).exit_code, 0);
+  int status = p.Wait(20);
+  ASSERT_NE(status, -1);
+  std::string err = testing::ReadFile(tmp_ / "stderr.txt");
+  EXPECT_NE(err.find("\"bytes_served\""), std::string::npos) << err.substr(0, 2000);
+  EXPECT_NE(err.find("\"read_latency_us\""), std::string::npos);
+}
+
+// mount(8) runs its helpers with PATH removed: mount.fuse3's shell then finds `packfs` only in
+// the default search path (/usr/local/sbin:/usr/local/bin:/usr/sbin:...), and mount(8) finds
+// type helpers only in /sbin. These tests place symlinks there for their duration (root only),
+// and skip rather than replace anything that is already installed.
+class TempSymlink {
+ public:
+  TempSymlink(const std::string& target, const std::string& link) : link_(link) {
+    struct stat st;
+    if (::lstat(link.c_str(), &st) == 0) return;
+    made_ = ::symlink(target.c_str(), link.c_str()) == 0;
+  }
+  ~TempSymlink() {
+    if (made_) ::unlink(link_.c_str());
+  }
+  bool made() const { return made_; }
+
+ private:
+  std::string link_;
+  bool made_ = false;
+};
+
+std::string PathWithPackfs() {
+  return "PATH='" + testing::BinaryDir() + ":" + std::string(std::getenv("PATH")) + "' ";
+}
+
+TEST_F(LifecycleTest, MountTypeFusePackfs) {
+  if (::getuid() != 0) GTEST_SKIP() << "mount(8) needs root";
+  TempSymlink link(testing::PackfsPath(), "/usr/local/sbin/packfs");
+  if (!link.made()) GTEST_SKIP() << "/usr/local/sbin/packfs exists already";
+  auto r = testing::Sh("mount -t fuse.packfs '" + tmp_ / "media" + "' '" + mnt_ +
+                       "' -o ro 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(IsMounted(mnt_));
+  EXPECT_EQ(testing::ReadFile(mnt_ + "/f7"), testing::ReadFile(tmp_ / "tree/f7"));
+  EXPECT_EQ(testing::Run({"umount", mnt_}).exit_code, 0);
+  EXPECT_TRUE(WaitMounted(mnt_, false));
+}
+
+TEST_F(LifecycleTest, FstabLineThroughTheHelper) {
+  if (::getuid() != 0) GTEST_SKIP() << "mount(8) needs root";
+  TempSymlink link(std::string(PACKFS_SOURCE_DIR) + "/scripts/mount.fuse.packfs",
+                   "/sbin/mount.fuse.packfs");
+  if (!link.made()) GTEST_SKIP() << "/sbin/mount.fuse.packfs exists already";
+  testing::WriteFile(tmp_ / "fstab", tmp_ / "media" + " " + mnt_ +
+                                         " fuse.packfs ro,noauto,allow_other,umask=0027 0 0\n");
+  auto r = testing::Sh("PACKFS_BIN='" + testing::PackfsPath() + "' mount -T '" + tmp_ / "fstab" +
+                       "' '" + mnt_ + "' 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  struct stat st;
+  ASSERT_EQ(::stat((mnt_ + "/f2").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0440u);
+  EXPECT_EQ(testing::ReadFile(mnt_ + "/f2"), testing::ReadFile(tmp_ / "tree/f2"));
+  EXPECT_EQ(testing::Run({"umount", mnt_}).exit_code, 0);
+  EXPECT_TRUE(WaitMounted(mnt_, false));
+}
+
+TEST_F(LifecycleTest, MountFuse3HashForm) {
+  auto r = Sh(PathWithPackfs() + "mount.fuse3 'packfs#" + tmp_ / "media" + "' '" + mnt_ +
+              "' -o ro 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(testing::ReadFile(mnt_ + "/f9"), testing::ReadFile(tmp_ / "tree/f9"));
+  EXPECT_EQ(testing::Run({"fusermount3", "-u", mnt_}).exit_code, 0);
+}
+
+TEST_F(LifecycleTest, HelperScript) {
+  // What mount(8) runs as /sbin/mount.fuse.packfs when the helper is installed there; it finds
+  // packfs through PACKFS_BIN here (next to itself or on PATH when installed).
+  std::string helper = std::string(PACKFS_SOURCE_DIR) + "/scripts/mount.fuse.packfs";
+  auto r = Sh("PACKFS_BIN='" + testing::PackfsPath() + "' '" + helper + "' '" + tmp_ / "media" +
+              "' '" + mnt_ + "' -o ro,noauto,_netdev,x-systemd.automount 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(testing::ReadFile(mnt_ + "/f11"), testing::ReadFile(tmp_ / "tree/f11"));
+  EXPECT_EQ(testing::Run({"fusermount3", "-u", mnt_}).exit_code, 0);
+  auto bad = Sh("PACKFS_BIN='" + testing::PackfsPath() + "' '" + helper + "' '" + tmp_ / "nope" +
+                "' '" + mnt_ + "' 2>&1");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_FALSE(IsMounted(mnt_));
+}
+
+}  // namespace
+}  // namespace packfs

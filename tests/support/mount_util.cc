@@ -1,0 +1,90 @@
+// Real-mount test helpers.
+#include "tests/support/mount_util.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace packfs::testing {
+namespace {
+
+std::string Absolute(const std::string& path) {
+  char buf[PATH_MAX];
+  if (::realpath(path.c_str(), buf)) return buf;
+  return path;
+}
+
+constexpr const char* kPackScript = R"PY(
+import os, sys, zipfile, time
+os.environ['TZ'] = 'UTC'
+time.tzset()
+tree, out, per = sys.argv[1], sys.argv[2], int(sys.argv[3])
+keys = []
+for root, dirs, files in os.walk(tree):
+    for f in files:
+        p = os.path.join(root, f)
+        if os.path.isfile(p) and not os.path.islink(p):
+            keys.append(os.path.relpath(p, tree))
+keys.sort(key=lambda k: k.encode())
+os.makedirs(out, exist_ok=True)
+for i in range(0, max(len(keys), 1), per):
+    with zipfile.ZipFile(os.path.join(out, 'pack-%04d.zip' % (i // per)), 'w',
+                         zipfile.ZIP_STORED) as z:
+        for k in keys[i:i + per]:
+            z.write(os.path.join(tree, k), k)
+)PY";
+
+}  // namespace
+
+bool FuseAvailable() { return ::access("/dev/fuse", R_OK | W_OK) == 0 && HasCommand("fusermount3"); }
+
+bool IsMounted(const std::string& mountpoint) {
+  std::string abs = Absolute(mountpoint);
+  std::ifstream in("/proc/mounts");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string dev, mnt;
+    f >> dev >> mnt;
+    if (mnt == abs) return true;
+  }
+  return false;
+}
+
+void MakePythonPack(const std::string& tree, const std::string& pack_dir, size_t per_shard) {
+  RunResult r = Run({"python3", "-c", kPackScript, tree, pack_dir, std::to_string(per_shard)});
+  if (r.exit_code != 0) throw std::runtime_error("python pack failed: " + r.err);
+}
+
+Mount::Mount(const std::vector<std::string>& sources, const std::string& mountpoint,
+             const std::vector<std::string>& args)
+    : mountpoint_(Absolute(mountpoint)) {
+  std::vector<std::string> argv = {PackfsPath()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.end(), sources.begin(), sources.end());
+  argv.push_back(mountpoint_);
+  result_ = Run(argv);
+}
+
+RunResult Mount::Unmount() {
+  RunResult r;
+  for (int attempt = 0; attempt < 50 && IsMounted(mountpoint_); ++attempt) {
+    r = Run({"fusermount3", "-u", mountpoint_});
+    if (r.exit_code == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return r;
+}
+
+Mount::~Mount() {
+  if (!IsMounted(mountpoint_)) return;
+  Unmount();
+  if (IsMounted(mountpoint_)) Run({"fusermount3", "-u", "-z", mountpoint_});
+}
+
+}  // namespace packfs::testing

@@ -1,0 +1,44 @@
+// Helpers for tests over real packfs mounts: making pack sets with Python's zipfile, and an RAII
+// Mount that runs the real `packfs` binary and always unmounts (fusermount3 -u, then lazily) when
+// it goes out of scope, even when the test failed. Not thread-safe; one Mount per mountpoint.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tests/support/test_util.h"
+
+namespace packfs::testing {
+
+// True when real mounts can run here (/dev/fuse and fusermount3 exist).
+bool FuseAvailable();
+// True when `mountpoint` (made absolute) appears in /proc/mounts.
+bool IsMounted(const std::string& mountpoint);
+
+// Packs every regular file under `tree` into `pack_dir` (created) as STORED zip shards
+// pack-0000.zip, ... of at most `per_shard` members each, with Python's zipfile, keys being the
+// paths relative to `tree` in sorted order, mtimes and modes kept. No catalog is written.
+void MakePythonPack(const std::string& tree, const std::string& pack_dir, size_t per_shard);
+
+class Mount {
+ public:
+  // Runs `packfs ARGS... SOURCES... MOUNTPOINT` (daemon mode unless args has -f/-d) and records
+  // its exit status and output in result(). ok() tells whether it mounted.
+  Mount(const std::vector<std::string>& sources, const std::string& mountpoint,
+        const std::vector<std::string>& args = {});
+  ~Mount();
+  Mount(const Mount&) = delete;
+  Mount& operator=(const Mount&) = delete;
+
+  bool ok() const { return result_.exit_code == 0 && IsMounted(mountpoint_); }
+  const RunResult& result() const { return result_; }
+  const std::string& path() const { return mountpoint_; }
+  // Unmounts now with fusermount3 -u; returns its result (exit 0 on success).
+  RunResult Unmount();
+
+ private:
+  std::string mountpoint_;
+  RunResult result_;
+};
+
+}  // namespace packfs::testing
