@@ -26,6 +26,7 @@ namespace packfs {
 struct PackSetOptions {
   enum class CatalogUse {
     kAuto,     // use the catalog file when present and fresh; otherwise index the shards in memory
+               // (a stale or damaged catalog file is then reported in warnings())
     kRequire,  // fail when the catalog is missing or stale (message says how to refresh)
     kNone,     // ignore any catalog file; index the shards at open, in parallel
   };
