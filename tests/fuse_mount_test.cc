@@ -310,3 +310,32 @@ TEST(PackfsCliTest, VersionAndHelp) {
 
 }  // namespace
 }  // namespace packfs
+
+namespace packfs {
+namespace {
+
+// The same tree served from a catalog file (mkpack catalog) and with --catalog none.
+TEST(CatalogModeTest, CatalogFileAndNoneServeTheSameTree) {
+  if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse here";
+  testing::TempDir tmp;
+  for (int i = 0; i < 30; ++i) {
+    testing::WriteFile(tmp / ("tree/dir" + std::to_string(i % 3) + "/f" + std::to_string(i)),
+                       testing::RandomBytes(1000 + static_cast<size_t>(i) * 100, i));
+  }
+  testing::MakePythonPack(tmp / "tree", tmp / "media", 8);
+  auto cat = testing::Run({testing::MkpackPath(), "catalog", tmp / "media"});
+  ASSERT_EQ(cat.exit_code, 0) << cat.err;
+  ASSERT_TRUE(std::filesystem::exists(tmp / "media/.packfs-catalog.sqlite"));
+  ASSERT_EQ(::mkdir((tmp / "mnt").c_str(), 0755), 0);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{}, std::vector<std::string>{"--catalog", "none"},
+        std::vector<std::string>{"--catalog", tmp / "media/.packfs-catalog.sqlite"}}) {
+    testing::Mount m({tmp / "media"}, tmp / "mnt", args);
+    ASSERT_TRUE(m.ok()) << m.result().err;
+    auto diff = testing::Run({"diff", "-r", tmp / "tree", m.path()});
+    EXPECT_EQ(diff.exit_code, 0) << diff.out;
+  }
+}
+
+}  // namespace
+}  // namespace packfs
