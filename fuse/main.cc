@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "git_rev.h"
 #include "core/filesystem.h"
 #include "core/pack_set.h"
 #include "fuse/logger.h"

@@ -1,6 +1,7 @@
 // mkpack: writes, checks, lists, unpacks and resolves packfs pack sets.
 #include <cstdio>
 
+#include "git_rev.h"
 #include "mkpack/commands.h"
 
 int main(int argc, char** argv) {

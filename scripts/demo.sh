@@ -24,6 +24,14 @@ cleanup() {
 trap cleanup EXIT
 
 step() { printf '\n$ %s\n' "$*"; "$@"; }
+# Runs a command and shows only the first N lines of its output (no pipe: the command completes).
+step_head() {
+  local n=$1 out
+  shift
+  printf '\n$ %s | head -%s\n' "$*" "$n"
+  out=$("$@")
+  printf '%s\n' "$out" | head -n "$n"
+}
 
 echo "== generating a sample dataset in $work/src"
 mkdir -p "$work/src/images" "$work/src/clips" "$work/src/labels"
@@ -38,8 +46,8 @@ echo "$(find "$work/src" -type f | wc -l) files, $(du -sh "$work/src" | cut -f1)
 
 step "$bin/mkpack" pack "$work/src" "$work/media" --max-pack-bytes 4000000
 step ls -l "$work/media"
-step "$bin/mkpack" ls --long "$work/media" | head -5
-step unzip -l "$work/media/pack-0000.zip" | head -6
+step_head 5 "$bin/mkpack" ls --long "$work/media"
+step_head 6 unzip -l "$work/media/pack-0000.zip"
 step "$bin/mkpack" resolve "$work/media" images/0001.jpg
 step "$bin/mkpack" verify "$work/media"
 
@@ -47,6 +55,7 @@ if [[ -x "$bin/packfs" ]]; then
   mkdir -p "$mnt"
   step "$bin/packfs" "$work/media" "$mnt"
   step ls "$mnt"
+  step_head 3 ls -l "$mnt/images"
   step getfattr -n user.packfs.ref "$mnt/images/0001.jpg"
   echo
   echo "$ diff -r $work/src $mnt"
