@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -55,6 +56,10 @@ Result<UniqueFd> OpenDirChain(int root_fd, const std::string& out_dir, std::stri
     start = end + 1;
   }
   return cur;
+}
+
+bool IsAllZero(const uint8_t* p, size_t n) {
+  return n > 0 && p[0] == 0 && std::memcmp(p, p + 1, n - 1) == 0;
 }
 
 bool Exists(const std::string& path) {
@@ -159,19 +164,28 @@ Result<UnpackReport> UnpackPackSet(const PackSet& set, const std::string& out_di
           break;
         }
         crc = Crc32(crc, buf.data(), *n);
-        size_t off = 0;
-        while (off < *n) {
-          ssize_t w = ::write(out.get(), buf.data() + off, *n - off);
-          if (w < 0) {
-            if (errno == EINTR) continue;
-            int e = errno;
-            st = Status::IOError("cannot write " + out_dir + "/" + it.key + ": " + ErrnoText(e), e);
-            break;
+        // Runs of zeros become holes (the file is sized by ftruncate below), so a sparse source
+        // unpacks sparse, as `cp --sparse=auto` would.
+        if (!IsAllZero(buf.data(), *n)) {
+          size_t off = 0;
+          while (off < *n) {
+            ssize_t w = ::pwrite(out.get(), buf.data() + off, *n - off,
+                                 static_cast<off_t>(pos + off));
+            if (w < 0) {
+              if (errno == EINTR) continue;
+              int e = errno;
+              st = Status::IOError("cannot write " + out_dir + "/" + it.key + ": " + ErrnoText(e), e);
+              break;
+            }
+            off += static_cast<size_t>(w);
           }
-          off += static_cast<size_t>(w);
         }
         if (!st.ok()) break;
         pos += *n;
+      }
+      if (st.ok() && ::ftruncate(out.get(), static_cast<off_t>(it.node.size)) != 0) {
+        int e = errno;
+        st = Status::IOError("cannot size " + out_dir + "/" + it.key + ": " + ErrnoText(e), e);
       }
       if (st.ok() && crc != it.node.crc32) {
         st = Status::Corruption(set.ShardRefPath(it.node.shard) + ": member " + QuoteKey(it.key) +

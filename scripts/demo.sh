@@ -38,7 +38,7 @@ mkdir -p "$work/src/images" "$work/src/clips" "$work/src/labels"
 ffmpeg -loglevel error -f lavfi -i testsrc=size=320x240:rate=10 -frames:v 300 \
   "$work/src/images/%04d.jpg"
 for i in 0 1; do
-  ffmpeg -loglevel error -f lavfi -i "testsrc2=size=320x240:rate=25:duration=2" \
+  ffmpeg -loglevel error -f lavfi -i "testsrc2=size=320x240:rate=25:duration=$((2 + i))" \
     -c:v libx264 -bf 2 -pix_fmt yuv420p "$work/src/clips/clip$i.mp4"
 done
 for i in $(seq -w 0 299); do echo "{\"id\": $i, \"label\": $((10#$i % 7))}" > "$work/src/labels/$i.json"; done
