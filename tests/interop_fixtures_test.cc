@@ -64,18 +64,6 @@ std::map<std::string, std::string> MemberHashes(const std::vector<const Shard*>&
   return out;
 }
 
-// "<sha256>  <key>" lines; keys may hold tabs and non-ASCII bytes.
-std::map<std::string, std::string> ReadSha256Txt(const std::string& path) {
-  std::map<std::string, std::string> out;
-  std::istringstream lines(testing::ReadFile(path));
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.size() < 66) continue;
-    out[line.substr(66)] = line.substr(0, 64);
-  }
-  return out;
-}
-
 std::vector<Shard> IndexCase(const std::string& name) {
   std::vector<Shard> shards;
   std::vector<std::string> files;
@@ -100,7 +88,7 @@ TEST_P(GoodFixtureTest, IndexesWithoutProblemsAndBytesMatchSha256) {
     EXPECT_TRUE(s.index.problems.empty()) << s.index.problems.front();
     ptrs.push_back(&s);
   }
-  auto want = ReadSha256Txt(Interop(name + "/sha256.txt"));
+  auto want = testing::ReadSha256List(Interop(name + "/sha256.txt"));
   ASSERT_FALSE(want.empty());
   auto got = MemberHashes(ptrs);
   for (const auto& [key, sha] : want) {

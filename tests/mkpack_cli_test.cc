@@ -23,18 +23,6 @@ using testing::TempDir;
 const std::vector<std::string> kGoodCases = {"multi-shard", "groups",         "zip64-forced",
                                              "infozip-pipe", "stream-written", "junk-prefix"};
 
-// key -> sha256 from a fixture's sha256.txt ("<hex>  <key>" per line; keys may hold tabs/spaces).
-std::map<std::string, std::string> ReadSums(const std::string& path) {
-  std::map<std::string, std::string> sums;
-  std::istringstream in(testing::ReadFile(path));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.size() < 67) continue;
-    sums[line.substr(66)] = line.substr(0, 64);
-  }
-  return sums;
-}
-
 // Copies a fixture case into a writable temp dir; returns the path of its media/ copy.
 std::string CopyCase(const TempDir& tmp, const std::string& name) {
   std::string dst = tmp / name;
@@ -63,7 +51,7 @@ std::vector<std::string> Lines(const std::string& s) {
 TEST(MkpackCliTest, VerifyAcceptsEveryGoodFixture) {
   for (const auto& name : kGoodCases) {
     SCOPED_TRACE(name);
-    auto sums = ReadSums(testing::FixturesDir() + "/interop/" + name + "/sha256.txt");
+    auto sums = testing::ReadSha256List(testing::FixturesDir() + "/interop/" + name + "/sha256.txt");
     RunResult r = Mkpack({"verify", testing::FixturesDir() + "/interop/" + name + "/media"});
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_NE(r.out.find("OK: " + std::to_string(sums.size()) + " members"), std::string::npos)
@@ -110,7 +98,7 @@ TEST(MkpackCliTest, NulNameFixtureExposesNoNul) {
 
 TEST(MkpackCliTest, LsListsEveryKeyAndRefsMatchTheWriter) {
   std::string media = testing::FixturesDir() + "/interop/multi-shard/media";
-  auto sums = ReadSums(testing::FixturesDir() + "/interop/multi-shard/sha256.txt");
+  auto sums = testing::ReadSha256List(testing::FixturesDir() + "/interop/multi-shard/sha256.txt");
   RunResult r = Mkpack({"ls", media});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::set<std::string> listed;
@@ -153,7 +141,7 @@ TEST(MkpackCliTest, UnpackIsByteIdenticalForEveryGoodFixture) {
     TempDir tmp;
     RunResult r = Mkpack({"unpack", testing::FixturesDir() + "/interop/" + name + "/media", tmp / "out"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    auto sums = ReadSums(testing::FixturesDir() + "/interop/" + name + "/sha256.txt");
+    auto sums = testing::ReadSha256List(testing::FixturesDir() + "/interop/" + name + "/sha256.txt");
     size_t files = 0;
     for (auto& e : fs::recursive_directory_iterator(tmp / "out")) {
       if (e.is_regular_file()) ++files;
@@ -176,7 +164,7 @@ TEST(MkpackCliTest, UnpackRefusesToOverwriteAndForceReplaces) {
   EXPECT_EQ(testing::ReadFile(tmp / "out/j/0.bin"), "changed");
   RunResult forced = Mkpack({"unpack", "--force", media, tmp / "out"});
   EXPECT_EQ(forced.exit_code, 0) << forced.err;
-  auto sums = ReadSums(testing::FixturesDir() + "/interop/junk-prefix/sha256.txt");
+  auto sums = testing::ReadSha256List(testing::FixturesDir() + "/interop/junk-prefix/sha256.txt");
   EXPECT_EQ(testing::Sha256File(tmp / "out/j/0.bin"), sums["j/0.bin"]);
 }
 
@@ -220,7 +208,7 @@ TEST(MkpackCliTest, UnpackOfHostileNamesStaysInsideTarget) {
 
 TEST(MkpackCliTest, ResolveGivesTheBytesOfKeysAndRefs) {
   std::string media = testing::FixturesDir() + "/interop/multi-shard/media";
-  auto sums = ReadSums(testing::FixturesDir() + "/interop/multi-shard/sha256.txt");
+  auto sums = testing::ReadSha256List(testing::FixturesDir() + "/interop/multi-shard/sha256.txt");
   auto refs = Lines(testing::ReadFile(testing::FixturesDir() + "/interop/multi-shard/refs.txt"));
   ASSERT_FALSE(refs.empty());
   for (const std::string& ref : {refs.front(), refs.back(), refs[refs.size() / 2]}) {

@@ -145,6 +145,17 @@ std::string Sha256File(const std::string& path) {
   return r.out.substr(0, 64);
 }
 
+std::map<std::string, std::string> ReadSha256List(const std::string& path) {
+  std::map<std::string, std::string> out;
+  std::istringstream lines(ReadFile(path));
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.size() < 67) continue;
+    out[line.substr(66)] = line.substr(0, 64);
+  }
+  return out;
+}
+
 std::string RandomBytes(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::string s(n, '\0');

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,9 @@ void WriteFile(const std::string& path, const std::string& content);  // creates
 std::vector<uint8_t> ReadBytes(const std::string& path);
 // Lowercase hex SHA-256 of a file's contents (via `sha256sum`).
 std::string Sha256File(const std::string& path);
+// Parses a `sha256sum`-style list ("<hex>  <key>" per line; keys may hold tabs and non-ASCII
+// bytes) into key -> hex, e.g. a fixture's sha256.txt.
+std::map<std::string, std::string> ReadSha256List(const std::string& path);
 // Deterministic pseudo-random bytes.
 std::string RandomBytes(size_t n, uint64_t seed);
 bool HasCommand(const std::string& name);
