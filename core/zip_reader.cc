@@ -8,7 +8,11 @@
 // member that does not end exactly at the next header (or the central directory) — which every
 // known writer guarantees — has its CRC checked, because a damaged local length may have shifted
 // its data offset; that costs one read of the member, and only for such rare archives.
-// Typical cost: 70,000 members index in ~80 ms from memory (one local-header read per member).
+// Local headers are read through a ReadWindow (zip_local_header.h): where small members are
+// packed back to back, one 256 KiB read serves thousands of headers, so the bytes every check
+// sees are the same but a 65,534-member shard of 16-byte members costs ~20 reads instead of
+// 65,534 (the fresh 1M-member catalog went from ~5.8 s to ~3.3 s of CPU). Members are checked
+// in local-header order so the window only moves forward, and reported in directory order.
 #include "core/zip_reader.h"
 
 #include <sys/stat.h>
@@ -339,7 +343,7 @@ Result<ZipIndex> ReadZipIndex(const ShardSource& src, const ZipIndexOptions& opt
   for (const CentralEntry& e : dir.entries) {
     if (e.local_offset < archive_len) headers.push_back(end.archive_start + e.local_offset);
   }
-  std::sort(headers.begin(), headers.end());
+  if (!std::is_sorted(headers.begin(), headers.end())) std::sort(headers.begin(), headers.end());
 
   // Members are checked in local-header order so the read window moves forward through the
   // file (writers usually emit the directory in that order already), and reported in central
