@@ -28,7 +28,16 @@ Result<LocalHeader> ReadLocal(const ShardSource& src, uint64_t offset, size_t na
   }
   const uint64_t want = std::min<uint64_t>(kLocalHeaderSize + name_hint + kExtraSlack,
                                            src.size() - offset);
-  std::vector<uint8_t> buf(static_cast<size_t>(want));
+  // Most headers fit on the stack: no allocation per member on the indexing hot path.
+  std::array<uint8_t, 512> small;
+  std::vector<uint8_t> large;
+  std::span<uint8_t> buf;
+  if (want <= small.size()) {
+    buf = std::span<uint8_t>(small.data(), static_cast<size_t>(want));
+  } else {
+    large.resize(static_cast<size_t>(want));
+    buf = large;
+  }
   PACKFS_RETURN_IF_ERROR(ReadExactly(src, offset, buf, "a local header"));
 
   ByteReader r(buf);
@@ -51,7 +60,8 @@ Result<LocalHeader> ReadLocal(const ShardSource& src, uint64_t offset, size_t na
                               " (name and extra) runs past the end of the file");
   }
   if (total > buf.size()) {  // a long extra: read the whole header again
-    buf.resize(static_cast<size_t>(total));
+    large.resize(static_cast<size_t>(total));
+    buf = large;
     PACKFS_RETURN_IF_ERROR(ReadExactly(src, offset, buf, "a local header"));
     r = ByteReader(buf);
     r.Skip(kLocalHeaderSize);
