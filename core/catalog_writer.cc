@@ -108,10 +108,21 @@ Status FillDatabase(sql::Db& db, const CatalogData& data, bool exclusive) {
     }
   }
   {
+    // (parameter 1, the id, is never bound: it stays NULL.)
+    // The id is left NULL so SQLite appends with the next rowid (max + 1) instead of seeking
+    // for each explicit one: nodes[i].id == i + 1 and the table starts empty, so the ids are
+    // the same (checked below). Every parameter is bound on each row, so bindings are never
+    // cleared.
     PACKFS_ASSIGN_OR_RETURN(sql::Stmt ins,
-                            db.Prepare("INSERT INTO nodes VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)"));
-    for (const Node& n : data.nodes) {
-      ins.BindInt(1, static_cast<int64_t>(n.id));
+                            db.Prepare("INSERT INTO nodes VALUES(NULL,?2,?3,?4,?5,?6,?7,?8,?9,?10,"
+                                       "?11,?12,?13)"));
+    for (size_t i = 0; i < data.nodes.size(); ++i) {
+      const Node& n = data.nodes[i];
+      if (n.id != i + 1) {
+        return Status::InvalidArgument("node " + std::to_string(i) + " has id " +
+                                       std::to_string(n.id) +
+                                       "; catalog node ids must be consecutive from 1");
+      }
       ins.BindInt(2, static_cast<int64_t>(n.parent));
       ins.BindText(3, n.name);
       ins.BindInt(4, n.is_dir() ? 0 : 1);
@@ -124,7 +135,13 @@ Status FillDatabase(sql::Db& db, const CatalogData& data, bool exclusive) {
       ins.BindInt(11, n.crc32);
       ins.BindInt(12, n.mode);
       ins.BindInt(13, n.mtime);
-      PACKFS_RETURN_IF_ERROR(ins.Run());
+      const int rc = sqlite3_step(ins.get());
+      if (rc != SQLITE_DONE) return db.Error(rc, "inserting node " + std::to_string(n.id));
+      sqlite3_reset(ins.get());
+    }
+    if (!data.nodes.empty() &&
+        sqlite3_last_insert_rowid(db.get()) != static_cast<int64_t>(data.nodes.size())) {
+      return Status::Corruption("catalog node ids were not assigned consecutively");
     }
   }
   {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <vector>
 
 #include "core/byte_reader.h"
@@ -27,7 +28,16 @@ Result<LocalHeader> ReadLocal(const ShardSource& src, uint64_t offset, size_t na
   }
   const uint64_t want = std::min<uint64_t>(kLocalHeaderSize + name_hint + kExtraSlack,
                                            src.size() - offset);
-  std::vector<uint8_t> buf(static_cast<size_t>(want));
+  // Most headers fit on the stack: no allocation per member on the indexing hot path.
+  std::array<uint8_t, 512> small;
+  std::vector<uint8_t> large;
+  std::span<uint8_t> buf;
+  if (want <= small.size()) {
+    buf = std::span<uint8_t>(small.data(), static_cast<size_t>(want));
+  } else {
+    large.resize(static_cast<size_t>(want));
+    buf = large;
+  }
   PACKFS_RETURN_IF_ERROR(ReadExactly(src, offset, buf, "a local header"));
 
   ByteReader r(buf);
@@ -50,7 +60,8 @@ Result<LocalHeader> ReadLocal(const ShardSource& src, uint64_t offset, size_t na
                               " (name and extra) runs past the end of the file");
   }
   if (total > buf.size()) {  // a long extra: read the whole header again
-    buf.resize(static_cast<size_t>(total));
+    large.resize(static_cast<size_t>(total));
+    buf = large;
     PACKFS_RETURN_IF_ERROR(ReadExactly(src, offset, buf, "a local header"));
     r = ByteReader(buf);
     r.Skip(kLocalHeaderSize);
@@ -92,6 +103,47 @@ Result<LocalHeader> ReadLocal(const ShardSource& src, uint64_t offset, size_t na
   h.sizes_masked = masked;
   if (masked && !z64_found) h.sizes_known = false;
   return h;
+}
+
+ReadWindow::ReadWindow(const ShardSource& src, std::span<const uint64_t> sorted_headers,
+                       size_t window_bytes)
+    : src_(src), headers_(sorted_headers), window_bytes_(window_bytes) {}
+
+uint64_t ReadWindow::fills() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return fills_;
+}
+
+bool ReadWindow::DenseAfter(uint64_t offset) const {
+  auto first = std::lower_bound(headers_.begin(), headers_.end(), offset);
+  const size_t after = static_cast<size_t>(headers_.end() - first);
+  return after > kMinHeadersPerWindow && first[kMinHeadersPerWindow] - offset < window_bytes_;
+}
+
+Result<size_t> ReadWindow::ReadAt(uint64_t offset, std::span<uint8_t> buf) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto inside = [&] {
+    return offset >= start_ && offset - start_ <= window_.size() &&
+           buf.size() <= window_.size() - (offset - start_);
+  };
+  if (!inside() && buf.size() < window_bytes_ / 2 && offset < src_.size() && DenseAfter(offset)) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(window_bytes_, src_.size() - offset));
+    window_.resize(want);
+    Result<size_t> got = src_.ReadAt(offset, window_);
+    if (got.ok() && *got == want) {
+      start_ = offset;
+      ++fills_;
+    } else {
+      window_.clear();  // fall back to the direct read below, which reports its own errors
+    }
+  }
+  if (!window_.empty() && inside()) {
+    // Within the window, a request past the end of the source is cut there, as ReadAt must.
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), src_.size() - offset));
+    if (n > 0) std::memcpy(buf.data(), window_.data() + (offset - start_), n);
+    return n;
+  }
+  return src_.ReadAt(offset, buf);
 }
 
 Result<size_t> DataDescriptorLength(const ShardSource& src, uint64_t at, uint64_t limit,

@@ -8,7 +8,11 @@
 // member that does not end exactly at the next header (or the central directory) — which every
 // known writer guarantees — has its CRC checked, because a damaged local length may have shifted
 // its data offset; that costs one read of the member, and only for such rare archives.
-// Typical cost: 70,000 members index in ~80 ms from memory (one local-header read per member).
+// Local headers are read through a ReadWindow (zip_local_header.h): where small members are
+// packed back to back, one 256 KiB read serves thousands of headers, so the bytes every check
+// sees are the same but a 65,534-member shard of 16-byte members costs ~20 reads instead of
+// 65,534 (the fresh 1M-member catalog went from ~5.8 s to ~3.3 s of CPU). Members are checked
+// in local-header order so the window only moves forward, and reported in directory order.
 #include "core/zip_reader.h"
 
 #include <sys/stat.h>
@@ -317,6 +321,10 @@ std::string MemberMessage(const ShardSource& src, std::string_view name, const s
 }  // namespace
 
 Result<ZipIndex> ReadZipIndex(const ShardSource& src) {
+  return ReadZipIndex(src, ZipIndexOptions{});
+}
+
+Result<ZipIndex> ReadZipIndex(const ShardSource& src, const ZipIndexOptions& options) {
   PACKFS_ASSIGN_OR_RETURN(ZipEnd end, FindZipEnd(src));
   PACKFS_ASSIGN_OR_RETURN(Directory dir, ReadCentral(src, end));
 
@@ -335,27 +343,47 @@ Result<ZipIndex> ReadZipIndex(const ShardSource& src) {
   for (const CentralEntry& e : dir.entries) {
     if (e.local_offset < archive_len) headers.push_back(end.archive_start + e.local_offset);
   }
-  std::sort(headers.begin(), headers.end());
+  if (!std::is_sorted(headers.begin(), headers.end())) std::sort(headers.begin(), headers.end());
 
-  index.members.reserve(dir.entries.size());
-  for (const CentralEntry& e : dir.entries) {
+  // Members are checked in local-header order so the read window moves forward through the
+  // file (writers usually emit the directory in that order already), and reported in central
+  // directory order. An I/O error fails the shard whichever member meets it first.
+  const size_t n = dir.entries.size();
+  std::vector<uint32_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(i);
+  auto by_offset = [&](uint32_t a, uint32_t b) {
+    return dir.entries[a].local_offset < dir.entries[b].local_offset;
+  };
+  if (!std::is_sorted(order.begin(), order.end(), by_offset)) {
+    std::stable_sort(order.begin(), order.end(), by_offset);
+  }
+  ReadWindow window(src, headers, options.read_window);
+  std::vector<std::string> problems(n);
+  std::vector<uint64_t> data_offsets(n, 0);
+  for (uint32_t i : order) {
+    const CentralEntry& e = dir.entries[i];
     if (IsDirectoryEntry(e)) continue;
-    std::string problem = CentralProblem(e, end);
-    const uint64_t local_abs = end.archive_start + e.local_offset;
-    uint64_t data_offset = 0;
-    if (problem.empty()) {
+    problems[i] = CentralProblem(e, end);
+    if (problems[i].empty()) {
       Status io_error;
-      problem = LocalProblem(src, e, end, headers, local_abs, &data_offset, &io_error);
+      problems[i] = LocalProblem(window, e, end, headers, end.archive_start + e.local_offset,
+                                 &data_offsets[i], &io_error);
       if (!io_error.ok()) return io_error;
     }
-    if (!problem.empty()) {
-      index.problems.push_back(MemberMessage(src, e.name, problem));
+  }
+
+  index.members.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const CentralEntry& e = dir.entries[i];
+    if (IsDirectoryEntry(e)) continue;
+    if (!problems[i].empty()) {
+      index.problems.push_back(MemberMessage(src, e.name, problems[i]));
       continue;
     }
     ZipMember m;
     m.name = std::string(e.name);
-    m.local_header_offset = local_abs;
-    m.data_offset = data_offset;
+    m.local_header_offset = end.archive_start + e.local_offset;
+    m.data_offset = data_offsets[i];
     m.size = e.size;
     m.crc32 = e.crc32;
     m.mode = ModeOf(e);

@@ -44,6 +44,13 @@ struct ZipIndex {
 // Indexes the whole shard. Errors name the shard (src.name()).
 Result<ZipIndex> ReadZipIndex(const ShardSource& src);
 
+struct ZipIndexOptions {
+  // Bytes read at once where local headers lie close together (small members); 0 reads each
+  // header on its own. The result never depends on it, only the number of ReadAt calls.
+  size_t read_window = 256 * 1024;
+};
+Result<ZipIndex> ReadZipIndex(const ShardSource& src, const ZipIndexOptions& options);
+
 // Reads the local header at `local_header_offset` and checks signature, STORED method and that
 // its name equals `expected_name`. Returns the absolute data offset. Used before a member's first
 // read when offsets come from a catalog.

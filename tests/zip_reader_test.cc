@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
+#include <atomic>
+
 #include "core/crc32.h"
 #include "core/zip_format.h"
 #include "tests/support/test_util.h"
@@ -542,6 +544,210 @@ TEST(ZipReaderTest, ReadLocalHeaderChecksNameAndMethod) {
   EXPECT_FALSE(ReadLocalHeader(*src, z.bytes.size() - 10, "a.bin").ok());
   EXPECT_FALSE(ReadLocalHeader(*src, 1ull << 40, "a.bin").ok());
   EXPECT_FALSE(ReadLocalHeader(*src, 3, "a.bin").ok());
+}
+
+}  // namespace
+}  // namespace packfs
+
+namespace packfs {
+namespace {
+
+// ---- Windowed local-header reads (ZipIndexOptions::read_window) ----
+
+namespace windowed {
+
+// Counts ReadAt calls and fails every read that touches [bad_lo, bad_hi) with EIO, the way a
+// damaged sector or a flaky network object would.
+class ProbeSource final : public ShardSource {
+ public:
+  ProbeSource(std::vector<uint8_t> bytes, uint64_t bad_lo = 0, uint64_t bad_hi = 0)
+      : inner_(kShard, std::move(bytes)), bad_lo_(bad_lo), bad_hi_(bad_hi) {}
+  const std::string& name() const override { return inner_.name(); }
+  uint64_t size() const override { return inner_.size(); }
+  Result<size_t> ReadAt(uint64_t offset, std::span<uint8_t> buf) const override {
+    ++reads_;
+    if (offset < bad_hi_ && offset + buf.size() > bad_lo_) {
+      return Status::IOError(name() + ": injected read error at offset " + std::to_string(offset));
+    }
+    return inner_.ReadAt(offset, buf);
+  }
+  uint64_t reads() const { return reads_; }
+
+ private:
+  MemoryShardSource inner_;
+  uint64_t bad_lo_, bad_hi_;
+  mutable std::atomic<uint64_t> reads_{0};
+};
+
+// Many small members with names, extras and data of varying lengths, plus every per-member
+// check the windowed path must keep: data descriptors (with and without signature), ZIP64
+// local sizes, a gap (CRC fallback, good and bad), a local/central name mismatch, a compressed
+// member, an overlap, a directory entry, and a large member in the middle.
+BuiltZip MixedZip() {
+  std::vector<ZipBuilderEntry> entries;
+  for (int i = 0; i < 700; ++i) {
+    std::string name = "d" + std::to_string(i % 7) + "/" + std::string(1 + i * 7 % 41, 'n') +
+                       std::to_string(i);
+    ZipBuilderEntry e = E(name, testing::RandomBytes(static_cast<size_t>(i * 13 % 53), i));
+    switch (i % 50) {
+      case 3: e.data_descriptor = true; break;
+      case 4: e.data_descriptor = true; e.descriptor_signature = false; break;
+      case 5: e.zip64_local = true; break;
+      case 6: e.ut_mtime = 1700000000 + i; break;
+      case 7: e.local_extra = std::string("\x99\x99\x03\x00xyz", 7); break;
+      case 8: e.gap_after = "gap"; break;  // CRC fallback, data intact
+      case 9: e.gap_after = "gap"; e.central_crc = 1; break;  // CRC fallback, refused
+      case 10: e.local_name = name + "x"; break;               // refused: name mismatch
+      case 11: e.method = 8; break;                            // refused: compressed
+      case 12: e.central_size = 10000; e.central_csize = 10000; break;  // refused: overlap
+      default: break;
+    }
+    entries.push_back(std::move(e));
+    if (i == 350) entries.push_back(E("big/blob.bin", testing::RandomBytes(300000, 7)));
+    if (i == 360) entries.push_back(E("dir/", ""));
+  }
+  return BuildZip(entries);
+}
+
+void ExpectSameIndex(const ZipIndex& want, const ZipIndex& got, const std::string& what) {
+  ASSERT_EQ(want.members.size(), got.members.size()) << what;
+  for (size_t i = 0; i < want.members.size(); ++i) {
+    const ZipMember& a = want.members[i];
+    const ZipMember& b = got.members[i];
+    EXPECT_EQ(a.name, b.name) << what;
+    EXPECT_EQ(a.local_header_offset, b.local_header_offset) << what << " " << a.name;
+    EXPECT_EQ(a.data_offset, b.data_offset) << what << " " << a.name;
+    EXPECT_EQ(a.size, b.size) << what << " " << a.name;
+    EXPECT_EQ(a.crc32, b.crc32) << what << " " << a.name;
+    EXPECT_EQ(a.mode, b.mode) << what << " " << a.name;
+    EXPECT_EQ(a.mtime, b.mtime) << what << " " << a.name;
+  }
+  EXPECT_EQ(want.problems, got.problems) << what;
+}
+
+}  // namespace windowed
+
+TEST(ZipReaderTest, WindowedReadsGiveTheSameIndexAtEveryWindowEdge) {
+  using namespace windowed;
+  BuiltZip z = MixedZip();
+  ProbeSource direct_src(z.bytes);
+  auto direct = ReadZipIndex(direct_src, ZipIndexOptions{.read_window = 0});
+  ASSERT_TRUE(direct.ok()) << direct.status().ToString();
+  // The reference itself is right: every servable member's bytes match the central CRC, and
+  // each deliberate problem is refused.
+  for (const ZipMember& m : direct->members) {
+    std::string data = Bytes(direct_src, m);
+    EXPECT_EQ(Crc32(0, data.data(), data.size()), m.crc32) << m.name;
+  }
+  EXPECT_EQ(direct->problems.size(), 14u * 4);  // cases 9..12 in each of the 14 runs of 50
+  EXPECT_EQ(direct_src.reads() > 700, true);
+  // Window sizes from "a few headers" up: their ends fall at every position inside the
+  // following headers (signature, name, extra, data), so headers straddle window edges.
+  std::vector<size_t> windows;
+  for (size_t w = 1500; w < 9000; w += 7) windows.push_back(w);
+  windows.push_back(64 * 1024);
+  windows.push_back(256 * 1024);
+  for (size_t w : windows) {
+    ProbeSource src(z.bytes);
+    auto got = ReadZipIndex(src, ZipIndexOptions{.read_window = w});
+    ASSERT_TRUE(got.ok()) << w << ": " << got.status().ToString();
+    ExpectSameIndex(*direct, *got, "window " + std::to_string(w));
+    if (HasFailure()) return;
+  }
+}
+
+TEST(ZipReaderTest, WindowedReadsCutReadsForSmallPackedMembers) {
+  using namespace windowed;
+  std::vector<ZipBuilderEntry> entries;
+  for (int i = 0; i < 5000; ++i) {
+    entries.push_back(E("d/" + std::to_string(1000000 + i) + ".bin", testing::RandomBytes(16, i)));
+  }
+  BuiltZip z = BuildZip(entries);
+  ProbeSource direct_src(z.bytes), window_src(z.bytes);
+  auto direct = ReadZipIndex(direct_src, ZipIndexOptions{.read_window = 0});
+  auto windowed = ReadZipIndex(window_src);  // default window
+  ASSERT_TRUE(direct.ok() && windowed.ok());
+  ExpectSameIndex(*direct, *windowed, "default window");
+  EXPECT_EQ(windowed->members.size(), 5000u);
+  EXPECT_GE(direct_src.reads(), 5000u);  // one header read per member
+  EXPECT_LT(window_src.reads(), 20u) << "5,000 headers of ~70 bytes fit in two 256 KiB windows";
+}
+
+TEST(ZipReaderTest, FailedWindowFillFallsBackToDirectReads) {
+  using namespace windowed;
+  BuiltZip z = MixedZip();
+  MemoryShardSource clean(kShard, z.bytes);
+  auto want = ReadZipIndex(clean, ZipIndexOptions{.read_window = 0});
+  ASSERT_TRUE(want.ok());
+  // A bad region inside the big member's data, which no check reads: a window filled across it
+  // fails, and the reader must fall back instead of failing the shard or refusing members.
+  uint64_t big_data = 0;
+  for (const ZipMember& m : want->members) {
+    if (m.name == "big/blob.bin") big_data = m.data_offset;
+  }
+  ASSERT_NE(big_data, 0u);
+  ProbeSource flaky(z.bytes, big_data + 1000, big_data + 2000);
+  auto got = ReadZipIndex(flaky);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ExpectSameIndex(*want, *got, "bad region in unread data");
+
+  // A bad region a direct read needs (a member's local header) still fails the whole shard
+  // with an I/O error, windowed or not.
+  const uint64_t header = z.local_offsets[200];
+  for (size_t w : {size_t{0}, size_t{4096}, size_t{256 * 1024}}) {
+    ProbeSource broken(z.bytes, header + 2, header + 3);
+    auto bad = ReadZipIndex(broken, ZipIndexOptions{.read_window = w});
+    ASSERT_FALSE(bad.ok()) << w;
+    EXPECT_EQ(bad.status().code(), Code::kIOError) << w << ": " << bad.status().ToString();
+  }
+}
+
+TEST(ZipReaderTest, MembersOutOfOffsetOrderAreReportedInDirectoryOrder) {
+  using namespace windowed;
+  std::vector<ZipBuilderEntry> entries;
+  for (int i = 0; i < 400; ++i) {
+    ZipBuilderEntry e = E("f" + std::to_string(i), testing::RandomBytes(8, i));
+    if (i % 37 == 0) e.local_name = "wrong" + std::to_string(i);  // refused: name mismatch
+    entries.push_back(std::move(e));
+  }
+  BuiltZip z = BuildZip(entries);
+  // Reverse the central directory (same bytes per entry, same total size): the local headers
+  // now run backwards relative to the directory. Checking runs in offset order; the result
+  // must list members and problems in directory order, i.e. reversed.
+  std::vector<std::vector<uint8_t>> central;
+  for (uint64_t at = z.cd_offset; at < z.cd_offset + z.cd_size;) {
+    auto u16 = [&](uint64_t o) { return static_cast<size_t>(z.bytes[o] | (z.bytes[o + 1] << 8)); };
+    const size_t len = 46 + u16(at + 28) + u16(at + 30) + u16(at + 32);
+    central.emplace_back(z.bytes.begin() + static_cast<long>(at),
+                         z.bytes.begin() + static_cast<long>(at + len));
+    at += len;
+  }
+  ASSERT_EQ(central.size(), 400u);
+  std::vector<uint8_t> reversed(z.bytes.begin(), z.bytes.begin() + static_cast<long>(z.cd_offset));
+  for (auto it = central.rbegin(); it != central.rend(); ++it) {
+    reversed.insert(reversed.end(), it->begin(), it->end());
+  }
+  reversed.insert(reversed.end(), z.bytes.begin() + static_cast<long>(z.cd_offset + z.cd_size),
+                  z.bytes.end());
+  ASSERT_EQ(reversed.size(), z.bytes.size());
+
+  ProbeSource fwd_src(z.bytes), rev_src(reversed);
+  auto fwd = ReadZipIndex(fwd_src);
+  auto rev = ReadZipIndex(rev_src);
+  ASSERT_TRUE(fwd.ok() && rev.ok()) << rev.status().ToString();
+  ASSERT_EQ(fwd->members.size(), rev->members.size());
+  ASSERT_EQ(fwd->problems.size(), 11u);
+  ASSERT_EQ(rev->problems.size(), 11u);
+  const size_t n = fwd->members.size();
+  for (size_t i = 0; i < n; ++i) {
+    EXPECT_EQ(fwd->members[i].name, rev->members[n - 1 - i].name);
+    EXPECT_EQ(fwd->members[i].data_offset, rev->members[n - 1 - i].data_offset);
+  }
+  for (size_t i = 0; i < 11; ++i) EXPECT_EQ(fwd->problems[i], rev->problems[10 - i]);
+  EXPECT_LT(rev_src.reads(), 50u) << "checking in offset order keeps the window moving forward";
+  auto direct = ReadZipIndex(rev_src, ZipIndexOptions{.read_window = 0});
+  ASSERT_TRUE(direct.ok());
+  ExpectSameIndex(*direct, *rev, "reversed directory");
 }
 
 }  // namespace
