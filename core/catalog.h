@@ -89,6 +89,10 @@ struct CatalogData {
   CatalogTotals totals;
 };
 
+// The zip member a file node was indexed from (for re-indexing from a catalog without reading
+// the shard).
+ZipMember MemberFromNode(const std::string& key, const Node& file);
+
 // Builds the tree of all members of `shards` (ids assigned as described above).
 // Fails with InvalidArgument/Corruption naming both places when a key is in two shards or when a
 // key is both a file and a directory prefix of another key ("a" and "a/b").

@@ -90,15 +90,7 @@ Status Filesystem::BuildMerged(const FilesystemOptions& options) {
                                 "' names shard " + std::to_string(n.shard) +
                                 " which the catalog does not list");
     }
-    ZipMember m;
-    m.name = key;
-    m.local_header_offset = n.local_header_offset;
-    m.data_offset = n.data_offset;
-    m.size = n.size;
-    m.crc32 = n.crc32;
-    m.mode = n.mode;
-    m.mtime = n.mtime;
-    shards[global].index.members.push_back(std::move(m));
+    shards[global].index.members.push_back(MemberFromNode(key, n));
     origin_of[MemberPos{global, n.local_header_offset}] = Origin{n.id, n.parent};
   }
   picks.clear();

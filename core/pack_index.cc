@@ -86,15 +86,7 @@ Result<CatalogData> IndexPackDir(const std::string& dir, const Catalog* reuse, i
     PACKFS_RETURN_IF_ERROR(reuse->ForEachFile([&](const std::string& key, const Node& n) {
       auto it = from_old.find(n.shard);
       if (it == from_old.end()) return Status::OK();
-      ZipMember m;
-      m.name = key;
-      m.local_header_offset = n.local_header_offset;
-      m.data_offset = n.data_offset;
-      m.size = n.size;
-      m.crc32 = n.crc32;
-      m.mode = n.mode;
-      m.mtime = n.mtime;
-      contents[it->second].index.members.push_back(std::move(m));
+      contents[it->second].index.members.push_back(MemberFromNode(key, n));
       return Status::OK();
     }));
     const auto& problems = reuse->problems();

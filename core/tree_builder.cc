@@ -16,6 +16,18 @@
 #include "core/key.h"
 
 namespace packfs {
+
+ZipMember MemberFromNode(const std::string& key, const Node& file) {
+  ZipMember m;
+  m.name = key;
+  m.local_header_offset = file.local_header_offset;
+  m.data_offset = file.data_offset;
+  m.size = file.size;
+  m.crc32 = file.crc32;
+  m.mode = file.mode;
+  m.mtime = file.mtime;
+  return m;
+}
 namespace {
 
 struct MemberRef {
