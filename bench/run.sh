@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Runs the packfs benchmarks (see bench/bench.py --help): bench/run.sh [--quick] [--only NAME] ...
+# Runs the packfs benchmarks side by side and writes bench/results/<date>.{json,md} and charts.
+#   bench/run.sh [--quick] [--only NAME]... [--workdir DIR] [more options: bench/bench.py --help]
+# Installs the contenders (scripts/install-deps.sh --bench), builds, then runs bench/bench.py.
+# Needs root for cold runs (drop_caches) and FUSE mounts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --bench
 scripts/build.sh build >/dev/null
+ninja -C build mkpack packfs readfiles >/dev/null
 exec python3 bench/bench.py "$@"
