@@ -43,19 +43,21 @@ def parse_args():
     ap.add_argument("--files", type=int, default=100000, help="small files in the data set")
     ap.add_argument("--size-min", type=int, default=4096)
     ap.add_argument("--size-max", type=int, default=32768)
-    ap.add_argument("--sample", type=int, default=20000,
+    ap.add_argument("--sample", type=int, default=10000,
                     help="files read per small-file pass (cold repeat r reads slice r of the "
                     "shuffled order)")
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2, 8])
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--budget", type=float, default=30, help="seconds a read pass may take")
-    ap.add_argument("--slow-budget", type=float, default=8,
+    ap.add_argument("--budget", type=float, default=10,
+                    help="seconds a read pass may take; a slower pass stops there and its rate "
+                    "is recorded as 'too slow: X files in Y s'")
+    ap.add_argument("--slow-budget", type=float, default=4,
                     help="seconds for each pass of a contender that was already too slow")
     ap.add_argument("--mount-budget", type=float, default=60, help="seconds a mount may take")
     ap.add_argument("--members", type=int, nargs="+", default=[10000, 100000, 1000000],
                     help="member counts for the mount-start benchmark")
     ap.add_argument("--large-mib", type=int, default=1024, help="size of the large member")
-    ap.add_argument("--fio-runtime", type=int, default=4, help="seconds per random-read job")
+    ap.add_argument("--fio-runtime", type=int, default=3, help="seconds per random-read job")
     ap.add_argument("--video-s", type=int, default=30, help="length of the test clip")
     args = ap.parse_args()
     if args.quick:

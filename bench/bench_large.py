@@ -67,7 +67,7 @@ def bench_large(args, work, ds, rows):
         contenders[name] = (os.path.join(m, "big.bin"), 0)
     rows.append({"bench": "large-meta", "size": size, "default_read_ahead_kb": ra_default,
                  "shard_offset": offset})
-    jobs_list = (1,) if args.quick else (1, 4)
+    jobs_list = (1,)
     try:
         for r in range(args.repeat):
             for name, (f, off) in contenders.items():

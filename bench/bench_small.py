@@ -118,7 +118,8 @@ def bench_small(args, work, ds, rows):
             if cache == "warm":
                 for c in cs:  # fresh mounts, then one untimed pass over slice 0 fills the caches
                     if c.ready(args.mount_budget):
-                        res = read_pass(args, work, c, 0, 8, True, args.budget)
+                        res = read_pass(args, work, c, 0, 8, True,
+                                        args.slow_budget if c.slow else args.budget)
                         if not res["complete"]:
                             c.slow = c.slow or "too slow: warm-up read %d files in %.0f s" % (
                                 res["files"], res["seconds"])

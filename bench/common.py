@@ -210,6 +210,7 @@ class Dataset:
         self.ensure_src()
         if not os.path.isdir(self.packdir):
             print("data: mkpack pack", flush=True)
+            os.makedirs(os.path.dirname(self.packdir), exist_ok=True)
             sh([self.mkpack, "pack", "--no-fsync", self.src, self.packdir], stderr=subprocess.DEVNULL)
         return self.packdir
 

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Runs the packfs benchmarks side by side and writes bench/results/<date>.{json,md} and charts.
 #   bench/run.sh [--quick] [--only NAME]... [--workdir DIR] [more options: bench/bench.py --help]
-# Installs the contenders (scripts/install-deps.sh --bench), builds, then runs bench/bench.py.
-# Needs root for cold runs (drop_caches) and FUSE mounts.
+# Installs the contenders (scripts/install-deps.sh --bench), builds what the benchmarks run
+# (mkpack, packfs, bench/readfiles) in build/, then runs bench/bench.py.
+# Needs root for cold runs (drop_caches) and for FUSE mounts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --bench
-scripts/build.sh build >/dev/null
-ninja -C build mkpack packfs readfiles >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build --target mkpack packfs readfiles >/dev/null
 exec python3 bench/bench.py "$@"
