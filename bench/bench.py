@@ -62,16 +62,16 @@ def parse_args():
     args = ap.parse_args()
     if args.quick:
         args.files = min(args.files, 3000)
-        args.sample = min(args.sample, 1000)
+        args.sample = min(args.sample, 500)
         args.repeat = min(args.repeat, 2)
         args.threads = [t for t in args.threads if t in (2, 8)] or args.threads
-        args.budget = min(args.budget, 5)
-        args.slow_budget = min(args.slow_budget, 2)
+        args.budget = min(args.budget, 3)
+        args.slow_budget = min(args.slow_budget, 1)
         args.mount_budget = min(args.mount_budget, 10)
         args.members = [m for m in args.members if m <= 10000] or [10000]
-        args.large_mib = min(args.large_mib, 128)
+        args.large_mib = min(args.large_mib, 64)
         args.fio_runtime = 1
-        args.video_s = min(args.video_s, 4)
+        args.video_s = min(args.video_s, 2)
     return args
 
 

@@ -33,7 +33,7 @@ def bench_pack(args, work, ds, rows):
              "-quiet", "-no-progress"]),
     }
     for cache in ("cold", "warm"):
-        for r in range(args.repeat):
+        for r in range(1 if args.quick else args.repeat):
             for name, fn in contenders.items():
                 before = clean if cache == "cold" else (lambda: (clean(), warm_up(src)))
                 t = timed(lambda: (fn(), os.sync()), cold=cache == "cold", before=before)
