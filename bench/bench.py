@@ -48,7 +48,7 @@ def parse_args():
                     "shuffled order)")
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2, 8])
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--budget", type=float, default=10,
+    ap.add_argument("--budget", type=float, default=5,
                     help="seconds a read pass may take; a slower pass stops there and its rate "
                     "is recorded as 'too slow: X files in Y s'")
     ap.add_argument("--slow-budget", type=float, default=4,

@@ -60,7 +60,7 @@ class Small:
         runs = [r["files_per_s"] for r in self.runs.get(key, [])]
         if not runs:
             return self.dead.get(key[3], "—")
-        if key in self.slow:  # one budget-limited pass: its rate, and how far it got
+        if key in self.slow:  # budget-limited passes: the rate, and how far one got
             return f"{fmt_rate(med(runs))} ({self.slow[key]})"
         return f"{fmt_rate(med(runs))} ({fmt_rate(min(runs))}–{fmt_rate(max(runs))})"
 
