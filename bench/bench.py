@@ -1,187 +1,122 @@
 #!/usr/bin/env python3
-"""packfs benchmarks: contenders measured side by side in one run, reported as ratios of medians.
+"""packfs benchmarks: contenders measured side by side in one run, reported as medians and ratios.
 
-Each benchmark writes its rows into one JSON document (bench/results/<date>.json) and a Markdown
-summary (bench/results/<date>.md). This machine is shared and noisy: every figure is the median of
---repeat runs, and the README quotes ratios between contenders measured in the same run.
+Benchmarks (--only NAME, repeatable): small (small-file random reads), large (fio through the
+mount vs raw), mount (mount start and RSS vs member count), pack (writing and checking), video
+(ffprobe / ffmpeg through the mount). Writes bench/results/<date>.json, <date>.md and PNG charts.
+This machine is shared and noisy: compare contenders within one run, never across runs.
 """
 import argparse
 import datetime
 import json
 import os
-import random
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from common import ROOT, Dataset, can_drop_caches, machine_info
+from bench_large import bench_large
+from bench_mount import bench_mount
+from bench_pack import bench_pack
+from bench_small import bench_small
+from bench_video import bench_video
+import report
 
-
-def sh(cmd, **kw):
-    return subprocess.run(cmd, shell=isinstance(cmd, str), check=True, **kw)
-
-
-def drop_caches():
-    """Drops the page cache (root only); returns False when not permitted."""
-    try:
-        os.sync()
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-        return True
-    except OSError:
-        return False
+BENCHES = {"pack": bench_pack, "small": bench_small, "large": bench_large, "mount": bench_mount,
+           "video": bench_video}
+ORDER = ["small", "large", "mount", "pack", "video"]
 
 
-def timed(fn, cold, repeat, before=None):
-    times = []
-    for _ in range(repeat):
-        if before:
-            before()
-        if cold:
-            drop_caches()
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), times
-
-
-def make_small_files(dst, n, size_min, size_max, seed=1):
-    """n files of uniform random size in [size_min, size_max], 1000 per directory."""
-    rnd = random.Random(seed)
-    blob = os.urandom(size_max + 4096)
-    total = 0
-    for i in range(n):
-        d = os.path.join(dst, "%04d" % (i // 1000))
-        if i % 1000 == 0:
-            os.makedirs(d, exist_ok=True)
-        size = rnd.randint(size_min, size_max)
-        off = rnd.randint(0, 4096)
-        with open(os.path.join(d, "%06d.jpg" % i), "wb") as f:
-            f.write(blob[off:off + size])
-        total += size
-    return total
-
-
-def bench_pack(args, work, out):
-    """mkpack pack vs zip -0 -r -q vs tar cf; mkpack verify CRC rate; mkpack catalog at 1M."""
-    mkpack = os.path.join(args.build, "mkpack")
-    src = os.path.join(work, "src")
-    if not os.path.isdir(src):
-        print(f"pack: generating {args.files} files of {args.size_min}-{args.size_max} bytes", flush=True)
-        make_small_files(src, args.files, args.size_min, args.size_max)
-    total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(src) for f in fs)
-    dst = os.path.join(work, "out")
-
-    def clean():
-        shutil.rmtree(dst, ignore_errors=True)
-        os.makedirs(dst)
-
-    contenders = {
-        "mkpack pack": lambda: sh([mkpack, "pack", src, dst + "/media"], stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL),
-        "zip -0 -r -q": lambda: sh(f"cd '{src}' && zip -0 -r -q '{dst}/all.zip' .", stdout=subprocess.DEVNULL),
-        "tar cf": lambda: sh(["tar", "cf", dst + "/all.tar", "-C", src, "."]),
-    }
-    rows = []
-    for cache in ("cold", "warm"):
-        res = {}
-        for name, fn in contenders.items():
-            if cache == "warm":
-                sh(f"cat $(find '{src}' -type f) > /dev/null", stdout=subprocess.DEVNULL) if args.files <= 20000 \
-                    else sh(f"find '{src}' -type f -print0 | xargs -0 cat > /dev/null")
-            med, all_t = timed(fn, cache == "cold", args.repeat, before=clean)
-            res[name] = med
-            rows.append({"bench": "pack", "cache": cache, "contender": name, "files": args.files,
-                         "bytes": total, "median_s": med, "runs_s": all_t})
-            print(f"pack {cache:4s} {name:14s} {med:8.2f} s  ({total / med / 1e6:7.1f} MB/s)", flush=True)
-        rows.append({"bench": "pack", "cache": cache, "ratio": "mkpack/zip",
-                     "value": res["mkpack pack"] / res["zip -0 -r -q"]})
-        rows.append({"bench": "pack", "cache": cache, "ratio": "mkpack/tar",
-                     "value": res["mkpack pack"] / res["tar cf"]})
-
-    # verify: CRC throughput per core on a warm cache.
-    clean()
-    sh([mkpack, "pack", src, dst + "/media"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    sh(f"cat '{dst}'/media/*.zip > /dev/null")
-    for threads in (1, 2):
-        med, all_t = timed(lambda: sh([mkpack, "verify", "--threads", str(threads), dst + "/media"],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
-                           False, args.repeat)
-        rows.append({"bench": "verify", "cache": "warm", "threads": threads, "bytes": total,
-                     "median_s": med, "GBps": total / med / 1e9, "runs_s": all_t})
-        print(f"verify warm {threads} thread(s): {total / med / 1e9:6.2f} GB/s", flush=True)
-
-    # catalog on a large member count: one tiny file listed under many keys.
-    n = args.catalog_members
-    big = os.path.join(work, "big")
-    shutil.rmtree(big, ignore_errors=True)
-    tiny = os.path.join(work, "tiny.bin")
-    with open(tiny, "wb") as f:
-        f.write(b"x" * 16)
-    lst = os.path.join(work, "big.list")
-    with open(lst, "w") as f:
-        for i in range(n):
-            f.write("d%04d/%07d.bin\t%s\n" % (i // 10000, i, tiny))
-    print(f"catalog: packing {n} members", flush=True)
-    sh([mkpack, "pack", "--no-catalog", "--files-from", lst, big], stdout=subprocess.DEVNULL,
-       stderr=subprocess.DEVNULL)
-    cat = os.path.join(big, ".packfs-catalog.sqlite")
-
-    def build():
-        if os.path.exists(cat):
-            os.remove(cat)
-        sh([mkpack, "catalog", big], stdout=subprocess.DEVNULL)
-    sh(f"cat '{big}'/*.zip > /dev/null")
-    med, all_t = timed(build, False, args.repeat)
-    rows.append({"bench": "catalog", "members": n, "median_s": med, "runs_s": all_t})
-    print(f"catalog {n} members: {med:.2f} s", flush=True)
-    shutil.rmtree(big, ignore_errors=True)
-    out.extend(rows)
-
-
-BENCHES = {"pack": bench_pack}
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--quick", action="store_true", help="a few thousand files; about a minute")
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true",
+                    help="a few thousand files, small sets, 2 repeats: about a minute (smoke test)")
     ap.add_argument("--only", action="append", choices=sorted(BENCHES), help="run only NAME")
-    ap.add_argument("--workdir", help="where data is generated (default: a temporary directory)")
-    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--files", type=int, default=100000)
+    ap.add_argument("--workdir", help="where data is generated and kept (default: a temporary "
+                    "directory under /var/tmp, removed at the end)")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="build directory")
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"), help="results dir")
+    ap.add_argument("--files", type=int, default=100000, help="small files in the data set")
     ap.add_argument("--size-min", type=int, default=4096)
     ap.add_argument("--size-max", type=int, default=32768)
+    ap.add_argument("--sample", type=int, default=10000,
+                    help="files read per small-file pass (cold repeat r reads slice r of the "
+                    "shuffled order)")
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2, 8])
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--catalog-members", type=int, default=1000000)
-    ap.add_argument("--keep", action="store_true", help="keep the generated data")
+    ap.add_argument("--budget", type=float, default=5,
+                    help="seconds a read pass may take; a slower pass stops there and its rate "
+                    "is recorded as 'too slow: X files in Y s'")
+    ap.add_argument("--slow-budget", type=float, default=4,
+                    help="seconds for each pass of a contender that was already too slow")
+    ap.add_argument("--mount-budget", type=float, default=60, help="seconds a mount may take")
+    ap.add_argument("--members", type=int, nargs="+", default=[10000, 100000, 1000000],
+                    help="member counts for the mount-start benchmark")
+    ap.add_argument("--large-mib", type=int, default=1024, help="size of the large member")
+    ap.add_argument("--fio-runtime", type=int, default=3, help="seconds per random-read job")
+    ap.add_argument("--video-s", type=int, default=30, help="length of the test clip")
     args = ap.parse_args()
     if args.quick:
         args.files = min(args.files, 3000)
-        args.catalog_members = min(args.catalog_members, 50000)
+        args.sample = min(args.sample, 500)
         args.repeat = min(args.repeat, 2)
+        args.threads = [t for t in args.threads if t in (2, 8)] or args.threads
+        args.budget = min(args.budget, 3)
+        args.slow_budget = min(args.slow_budget, 1)
+        args.mount_budget = min(args.mount_budget, 10)
+        args.members = [m for m in args.members if m <= 10000] or [10000]
+        args.large_mib = min(args.large_mib, 64)
+        args.fio_runtime = 1
+        args.video_s = min(args.video_s, 2)
+    return args
+
+
+def main():
+    args = parse_args()
+    if not can_drop_caches():
+        print("WARNING: cannot write /proc/sys/vm/drop_caches (not root?): cold runs are not cold",
+              file=sys.stderr)
     work = args.workdir or tempfile.mkdtemp(prefix="packfs-bench-", dir="/var/tmp")
     os.makedirs(work, exist_ok=True)
-    rows = []
+    work = os.path.abspath(work)
+    started = datetime.datetime.now()
+    meta = {"date": started.strftime("%Y-%m-%d %H:%M"), "argv": sys.argv[1:],
+            "command": "bench/run.sh " + " ".join(sys.argv[1:]),
+            "git": subprocess.run(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"],
+                                  capture_output=True, text=True).stdout.strip(),
+            "machine": machine_info(),
+            "params": {k: v for k, v in vars(args).items() if k not in ("build", "out", "workdir")}}
+    rows, failed = [], []
+    ds = Dataset(args, work)
+    t0 = time.perf_counter()
     try:
-        for name in args.only or sorted(BENCHES):
-            BENCHES[name](args, work, rows)
+        for name in [b for b in ORDER if b in (args.only or ORDER)]:
+            tb = time.perf_counter()
+            try:
+                BENCHES[name](args, work, ds, rows)
+            except Exception:  # one broken benchmark must not lose the others' results
+                traceback.print_exc()
+                failed.append(name)
+            meta.setdefault("bench_seconds", {})[name] = round(time.perf_counter() - tb, 1)
     finally:
-        if not args.keep and not args.workdir:
+        if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
-    stamp = datetime.datetime.now().strftime("%Y-%m-%d-%H%M")
-    os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
-    meta = {"date": stamp, "argv": sys.argv[1:], "nproc": os.cpu_count(),
-            "kernel": os.uname().release, "git": subprocess.run(
-                ["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
-                text=True).stdout.strip()}
-    path = os.path.join(ROOT, "bench", "results", stamp + ".json")
+    meta["seconds"] = round(time.perf_counter() - t0, 1)
+    meta["machine"]["loadavg_end"] = os.getloadavg()
+    meta["failed"] = failed
+    os.makedirs(args.out, exist_ok=True)
+    stamp = started.strftime("%Y-%m-%d-%H%M") + ("-quick" if args.quick else "")
+    path = os.path.join(args.out, stamp + ".json")
     with open(path, "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
-    print("results:", path)
+    md = report.write(path)
+    print(f"results: {path}\nsummary: {md}\n({meta['seconds']:.0f} s)")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

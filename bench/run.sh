@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Runs the packfs benchmarks (see bench/bench.py --help): bench/run.sh [--quick] [--only NAME] ...
+# Runs the packfs benchmarks side by side and writes bench/results/<date>.{json,md} and charts.
+#   bench/run.sh [--quick] [--only NAME]... [--workdir DIR] [more options: bench/bench.py --help]
+# Installs the contenders (scripts/install-deps.sh --bench), builds what the benchmarks run
+# (mkpack, packfs, bench/readfiles) in build/, then runs bench/bench.py.
+# Needs root for cold runs (drop_caches) and for FUSE mounts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --bench
-scripts/build.sh build >/dev/null
+# Configure only once: a reconfigure stamps the new git revision into every core object.
+[[ -f build/build.ninja ]] || cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build --target mkpack packfs readfiles >/dev/null
 exec python3 bench/bench.py "$@"

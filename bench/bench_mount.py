@@ -1,0 +1,116 @@
+"""Mount start and memory vs member count (issue 4, part 3): time from starting the daemon until
+a `stat` of a member answers, the daemon's peak RSS (VmHWM) then and after `find MNT | wc -l`, and
+the time of that find; packfs with its catalog and with `--catalog none` (index the shards at
+mount), and fuse-zip on one zip of the same members where it finishes within --mount-budget.
+
+The member sets hold one 16-byte file under n keys in directories of 1000 (d0000/0000000.bin ...):
+what is measured is the index, not the data."""
+import os
+import shutil
+import subprocess
+import time
+
+from common import drop_caches, sh, unmount
+
+
+def ensure_members_set(args, work, n, one_zip=False):
+    """A pack set of n tiny members (with catalog), or with one_zip one zip holding them all."""
+    name = f"members-{n}" + ("-one" if one_zip else "")
+    d = os.path.join(work, name, "media")
+    done = d + ".done"
+    if os.path.exists(done):
+        return d
+    shutil.rmtree(os.path.dirname(d), ignore_errors=True)
+    os.makedirs(os.path.dirname(d))
+    tiny = os.path.join(work, "tiny.bin")
+    with open(tiny, "wb") as f:
+        f.write(b"0123456789abcdef")
+    lst = os.path.join(work, f"members-{n}.list")
+    with open(lst, "w") as f:
+        for i in range(n):
+            f.write("d%04d/%07d.bin\t%s\n" % (i // 1000, i, tiny))
+    print(f"data: {n} members" + (" in one zip" if one_zip else ""), flush=True)
+    cmd = [os.path.join(args.build, "mkpack"), "pack", "--no-fsync", "--files-from", lst, d]
+    if one_zip:
+        cmd[3:3] = ["--no-catalog", "--max-members", "100000000"]
+    sh(cmd, stderr=subprocess.DEVNULL)
+    open(done, "w").close()
+    return d
+
+
+def vm_hwm_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def measure_mount(cmd, mnt, probe, budget):
+    """Starts a foreground daemon; returns the figures, or {"too_slow": ...}."""
+    unmount(mnt)
+    os.makedirs(mnt, exist_ok=True)
+    drop_caches()
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        while True:
+            try:
+                os.stat(os.path.join(mnt, probe))
+                break
+            except OSError:
+                pass
+            if p.poll() is not None:
+                return {"failed": p.stderr.read().decode(errors="replace").strip()}
+            if time.perf_counter() - t0 > budget:
+                return {"too_slow": f"too slow: no stat answer in {budget:.0f} s"}
+            time.sleep(0.002)
+        first = time.perf_counter() - t0
+        rss_first = vm_hwm_kib(p.pid)
+        t1 = time.perf_counter()
+        try:
+            found = int(subprocess.run(f"find '{mnt}' | wc -l", shell=True, check=True,
+                                       capture_output=True, text=True, timeout=budget).stdout)
+            find_s = time.perf_counter() - t1
+        except subprocess.TimeoutExpired:
+            found, find_s = None, None
+        return {"first_stat_s": first, "rss_first_mib": rss_first / 1024 if rss_first else None,
+                "find_s": find_s, "find_entries": found,
+                "rss_peak_mib": (vm_hwm_kib(p.pid) or 0) / 1024}
+    finally:
+        unmount(mnt)
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def bench_mount(args, work, ds, rows):
+    packfs = os.path.join(args.build, "packfs")
+    mnt = os.path.join(work, "mnt", "start")
+    probe = "d0000/0000000.bin"
+    for n in args.members:
+        d = ensure_members_set(args, work, n)
+        one = os.path.join(ensure_members_set(args, work, n, one_zip=True), "pack-0000.zip")
+        contenders = {"packfs (catalog)": [packfs, "-f", d, mnt],
+                      "packfs --catalog none": [packfs, "-f", "--catalog", "none", d, mnt],
+                      "fuse-zip": ["fuse-zip", "-f", "-r", one, mnt]}
+        slow = set()
+        for r in range(args.repeat):
+            for name, cmd in contenders.items():
+                if name in slow:
+                    continue
+                res = measure_mount(cmd, mnt, probe, args.mount_budget)
+                rows.append({"bench": "mount", "members": n, "contender": name, "repeat": r, **res})
+                if "first_stat_s" not in res:
+                    slow.add(name)
+                    print(f"mount {n:8d} r{r} {name:22s} {res}", flush=True)
+                    continue
+                print(f"mount {n:8d} r{r} {name:22s} first stat {res['first_stat_s']:7.3f} s "
+                      f"RSS {res['rss_first_mib'] or 0:7.1f} MiB, find {res['find_s'] or -1:7.2f} s "
+                      f"({res['find_entries']} entries) peak RSS {res['rss_peak_mib']:7.1f} MiB",
+                      flush=True)

@@ -1,0 +1,165 @@
+"""Small-file random reads (issue 4, part 1): the training-loader pattern.
+
+Every contender reads the same shuffled sample of the data set whole (open, read to EOF, close)
+with bench/readfiles (C++), with 1, 2 and 8 threads, cold (fresh mount + dropped caches) and warm,
+in two patterns: by path with no listing first ("path") and after a readdir scan of every
+directory ("scan"). Repeats are interleaved across contenders (repeat r of every contender runs
+before repeat r+1 of any), and cold repeat r reads slice r of the shuffled order, so no repeat
+finds another one's pages. A contender that runs past --budget is recorded with how far it got
+(its rate still counts); one that got through less than a tenth of the sample gets one short
+pass per cell from then on.
+"""
+import json
+import os
+import subprocess
+
+from common import TooSlow, drop_caches, mount, packfs_stats, unmount
+
+
+class Contender:
+    """One way of getting at the files: a directory (loose, or a FUSE mount made by `cmd`) or
+    raw pread of the shard extents."""
+
+    def __init__(self, name, root=None, cmd=None, pread=False, only_threads=None):
+        self.name, self.root, self.cmd, self.pread = name, root, cmd, pread
+        self.only_threads = only_threads  # reader thread counts it runs with (None: all)
+        self.slow = None    # "too slow: ..." once a pass ran past the budget
+        self.dead = None    # why it cannot run at all (mount failed / too slow)
+
+    def ready(self, mount_budget):
+        """(Re)mounts a FUSE contender; returns False (and sets dead) when it cannot."""
+        if self.cmd is None or self.dead:
+            return self.dead is None
+        try:
+            mount(self.cmd, self.root, mount_budget)
+            return True
+        except TooSlow as e:
+            self.dead = f"too slow: {e}"
+        except subprocess.CalledProcessError as e:
+            self.dead = f"mount failed: {(e.stderr or b'').decode(errors='replace').strip()}"
+        print(f"  {self.name}: {self.dead}", flush=True)
+        return False
+
+    def close(self):
+        if self.cmd is not None:
+            unmount(self.root)
+
+
+def make_contenders(ds, args, work):
+    mnt = lambda n: os.path.join(work, "mnt", n)  # noqa: E731
+    packfs = os.path.join(args.build, "packfs")
+    cs = [Contender("loose", root=ds.src), Contender("raw pread", pread=True)]
+    cs.append(Contender("packfs", mnt("packfs"), [packfs, ds.ensure_packset(), mnt("packfs")]))
+    if not args.quick:
+        cs.append(Contender("packfs --threads 2", mnt("packfs2"),
+                            [packfs, "--threads", "2", ds.packdir, mnt("packfs2")],
+                            only_threads=(8,)))
+    cs.append(Contender("squashfuse", mnt("squashfuse"),
+                        ["squashfuse", ds.ensure_squash(), mnt("squashfuse")]))
+    cs.append(Contender("fuse-zip", mnt("fuse-zip"), ["fuse-zip", "-r", ds.ensure_onezip(),
+                                                       mnt("fuse-zip")]))
+    cs.append(Contender("archivemount", mnt("archivemount"),
+                        ["archivemount", "-o", "readonly", ds.onezip, mnt("archivemount")]))
+    return cs
+
+
+def write_lists(ds, args, work):
+    """Slice r of the shuffled order as paths (lists/path-r.txt) and as shard extents
+    (lists/pread-r.txt); returns the slice size."""
+    order = ds.order()
+    n = min(args.sample, len(order))
+    ext = ds.extents()
+    d = os.path.join(work, "lists")
+    os.makedirs(d, exist_ok=True)
+    for r in range(args.repeat):
+        part = [order[(r * n + i) % len(order)] for i in range(n)]
+        with open(os.path.join(d, f"path-{r}.txt"), "w") as f:
+            f.write("\n".join(part) + "\n")
+        with open(os.path.join(d, f"pread-{r}.txt"), "w") as f:
+            f.write("".join("%s\t%d\t%d\n" % ext[k] for k in part))
+    return n
+
+
+def read_pass(args, work, c, r, threads, scan, budget):
+    d = os.path.join(work, "lists")
+    exe = os.path.join(args.build, "readfiles")
+    if c.pread:
+        cmd = [exe, "--pread", os.path.join(d, f"pread-{r}.txt")]
+    else:
+        cmd = [exe, "--root", c.root, "--list", os.path.join(d, f"path-{r}.txt")]
+        if scan:
+            cmd.append("--scan")
+    cmd += ["--threads", str(threads), "--budget", str(budget)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=budget + 120)
+    except subprocess.TimeoutExpired:
+        return {"complete": False, "files": 0, "seconds": budget + 120, "files_per_s": 0,
+                "mib_per_s": 0, "errors": 0, "hung": True}
+    if p.returncode not in (0, 1) or not p.stdout.strip():
+        raise RuntimeError(f"readfiles failed for {c.name}: {p.stderr.strip()}")
+    res = json.loads(p.stdout)
+    if res["errors"]:
+        print(f"  WARNING {c.name}: {res['errors']} read errors", flush=True)
+    return res
+
+
+def stats_delta(before, after):
+    if not before or not after:
+        return None
+    return {k: after["requests"][k] - before["requests"].get(k, 0) for k in after["requests"]
+            if after["requests"][k] - before["requests"].get(k, 0)}
+
+
+def bench_small(args, work, ds, rows):
+    cs = make_contenders(ds, args, work)
+    n = write_lists(ds, args, work)
+    print(f"small: {len(cs)} contenders, {n} of {args.files} files a pass, "
+          f"threads {args.threads}, {args.repeat} repeats", flush=True)
+    patterns = ("path", "scan")
+    try:
+        for cache in ("cold", "warm"):
+            if cache == "warm":
+                for c in cs:  # fresh mounts, then one untimed pass over slice 0 fills the caches
+                    if c.ready(args.mount_budget):
+                        res = read_pass(args, work, c, 0, 8, True,
+                                        args.slow_budget if c.slow else 6 * args.budget)
+                        if res["files"] < 0.1 * res.get("listed", n):
+                            c.slow = c.slow or "too slow: warm-up read %d files in %.0f s" % (
+                                res["files"], res["seconds"])
+            for pattern in patterns:
+                for threads in args.threads:
+                    for r in range(args.repeat):
+                        for c in cs[r % len(cs):] + cs[:r % len(cs)]:
+                            if c.dead or (c.slow and r > 0) or (
+                                    c.only_threads and threads not in c.only_threads):
+                                continue
+                            if cache == "cold":
+                                if not c.ready(args.mount_budget):
+                                    continue
+                                drop_caches()
+                            before = packfs_stats(c.root) if c.name.startswith("packfs") else None
+                            res = read_pass(args, work, c, r if cache == "cold" else 0, threads,
+                                            pattern == "scan" and not c.pread,
+                                            args.slow_budget if c.slow else args.budget)
+                            row = {"bench": "small", "cache": cache, "pattern": pattern,
+                                   "threads": threads, "contender": c.name, "repeat": r, **res}
+                            if before:
+                                row["requests"] = stats_delta(before, packfs_stats(c.root))
+                            if not res["complete"]:
+                                # The rate of a budget-limited pass still counts; a contender
+                                # that got through less than a tenth is not worth repeating.
+                                row["too_slow"] = "too slow: %d files in %.1f s" % (
+                                    res["files"], res["seconds"])
+                                if res["files"] < 0.1 * res.get("listed", n):
+                                    c.slow = c.slow or row["too_slow"]
+                            rows.append(row)
+                            print(f"small {cache} {pattern} t{threads} r{r} {c.name:20s} "
+                                  f"{res['files_per_s']:10.0f} files/s {res['mib_per_s']:8.1f} MiB/s"
+                                  + ("" if res["complete"] else "  (" + row["too_slow"] + ")"),
+                                  flush=True)
+        for c in cs:
+            if c.dead:
+                rows.append({"bench": "small", "contender": c.name, "dead": c.dead})
+    finally:
+        for c in cs:
+            c.close()

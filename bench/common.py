@@ -1,0 +1,245 @@
+"""Shared helpers of the packfs benchmarks: running commands, dropping caches, medians, mounting the
+FUSE contenders with a time budget, and generating (once per work directory) the data sets that
+several benchmarks read.
+
+Nothing here measures anything by itself; each bench_*.py module times its own contenders.
+"""
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class TooSlow(Exception):
+    """A contender ran past its time budget; the message says how far it got."""
+
+
+def sh(cmd, **kw):
+    """Runs cmd (list, or str through the shell); raises on a non-zero exit."""
+    kw.setdefault("stdout", subprocess.DEVNULL)
+    return subprocess.run(cmd, shell=isinstance(cmd, str), check=True, **kw)
+
+
+def out(cmd, **kw):
+    return subprocess.run(cmd, shell=isinstance(cmd, str), check=True, capture_output=True,
+                          text=True, **kw).stdout
+
+
+def drop_caches():
+    """Writes dirty pages back, then drops page cache, dentries and inodes (root only)."""
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        return True
+    except OSError:
+        return False
+
+
+def can_drop_caches():
+    return os.access("/proc/sys/vm/drop_caches", os.W_OK)
+
+
+def med(xs):
+    return statistics.median(xs) if xs else None
+
+
+def spread(xs):
+    """(min, max) of the runs, for the tables' spread column."""
+    return (min(xs), max(xs)) if xs else (None, None)
+
+
+def timed(fn, cold=False, before=None):
+    """Seconds one call of fn takes; `before` runs (untimed) first, then the cache drop."""
+    if before:
+        before()
+    if cold:
+        drop_caches()
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def machine_info():
+    info = {"nproc": os.cpu_count(), "kernel": os.uname().release}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                    break
+        with open("/proc/meminfo") as f:
+            info["mem_gib"] = round(int(f.readline().split()[1]) / 2**20, 1)
+        info["loadavg_start"] = os.getloadavg()
+        info["fs"] = out(["findmnt", "-n", "-o", "SOURCE,FSTYPE", "-T", "/var/tmp"]).strip()
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return info
+
+
+# --- mounts ---------------------------------------------------------------------------------------
+
+def is_mounted(mnt):
+    return subprocess.run(["mountpoint", "-q", mnt]).returncode == 0
+
+
+def unmount(mnt):
+    for _ in range(50):
+        if not is_mounted(mnt):
+            return
+        if subprocess.run(["fusermount3", "-u", mnt], stderr=subprocess.DEVNULL).returncode == 0:
+            return
+        time.sleep(0.1)
+    subprocess.run(["fusermount3", "-uz", mnt], stderr=subprocess.DEVNULL)
+
+
+def mount(cmd, mnt, budget_s):
+    """Runs a daemonizing mount command; raises TooSlow when it has not returned in budget_s."""
+    unmount(mnt)
+    os.makedirs(mnt, exist_ok=True)
+    t0 = time.perf_counter()
+    try:
+        subprocess.run(cmd, check=True, timeout=budget_s, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE)
+    except subprocess.TimeoutExpired:
+        unmount(mnt)
+        raise TooSlow(f"mount not ready after {budget_s:.0f} s")
+    # fuse-zip, archivemount and squashfuse return once mounted; check rather than assume.
+    while not is_mounted(mnt):
+        if time.perf_counter() - t0 > budget_s:
+            raise TooSlow(f"mount not ready after {budget_s:.0f} s")
+        time.sleep(0.01)
+    return time.perf_counter() - t0
+
+
+def fuse_bdi(mnt):
+    """The /sys/class/bdi directory of a FUSE mount (its readahead window lives there)."""
+    dev = out(["mountpoint", "-d", mnt]).strip()
+    return f"/sys/class/bdi/{dev}"
+
+
+def set_readahead_kb(mnt, kb):
+    """Sets the mount's readahead window; returns the value in effect (None when not writable)."""
+    path = fuse_bdi(mnt) + "/read_ahead_kb"
+    try:
+        with open(path, "w") as f:
+            f.write(f"{kb}\n")
+        with open(path) as f:
+            return int(f.read())
+    except OSError:
+        return None
+
+
+def packfs_stats(mnt):
+    try:
+        return json.loads(out(["getfattr", "-n", "user.packfs.stats", "--only-values", mnt]))
+    except (subprocess.CalledProcessError, json.JSONDecodeError, OSError):
+        return None
+
+
+# --- data sets ------------------------------------------------------------------------------------
+
+def make_small_files(dst, n, size_min, size_max, seed=1):
+    """n files of uniform random size in [size_min, size_max] bytes, 1000 per directory, with
+    incompressible contents; returns their relative paths in creation order."""
+    rnd = random.Random(seed)
+    blob = os.urandom(size_max + 65536)
+    rel = []
+    for i in range(n):
+        d = "%04d" % (i // 1000)
+        if i % 1000 == 0:
+            os.makedirs(os.path.join(dst, d), exist_ok=True)
+        size = rnd.randint(size_min, size_max)
+        off = rnd.randint(0, 65536)
+        name = f"{d}/{i:06d}.jpg"
+        with open(os.path.join(dst, name), "wb") as f:
+            f.write(blob[off:off + size])
+        rel.append(name)
+    return rel
+
+
+class Dataset:
+    """The small-file data set in its forms, built on first use and reused by every benchmark:
+    src/ (loose files), ds/media (mkpack pack set), one/one.zip (one zip for fuse-zip and
+    archivemount), img.squashfs (uncompressed squashfs) and a shuffled order of reads."""
+
+    def __init__(self, args, work):
+        self.args = args
+        self.work = work
+        self.src = os.path.join(work, "src")
+        self.packdir = os.path.join(work, "ds", "media")
+        self.onezip = os.path.join(work, "one", "one.zip")
+        self.squash = os.path.join(work, "img.squashfs")
+        self.mkpack = os.path.join(args.build, "mkpack")
+        self._stamp = os.path.join(work, "src.done")
+
+    def ensure_src(self):
+        spec = f"{self.args.files} {self.args.size_min} {self.args.size_max}"
+        if os.path.exists(self._stamp) and open(self._stamp).read() == spec:
+            return
+        shutil.rmtree(self.src, ignore_errors=True)
+        for p in (os.path.dirname(self.packdir), os.path.dirname(self.onezip), self.squash):
+            shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else (
+                os.path.exists(p) and os.remove(p))
+        print(f"data: {self.args.files} files of {self.args.size_min}-{self.args.size_max} bytes",
+              flush=True)
+        rel = make_small_files(self.src, self.args.files, self.args.size_min, self.args.size_max)
+        order = list(rel)
+        random.Random(2).shuffle(order)
+        with open(os.path.join(self.work, "order.txt"), "w") as f:
+            f.write("\n".join(order) + "\n")
+        with open(self._stamp, "w") as f:
+            f.write(spec)
+
+    def order(self):
+        self.ensure_src()
+        with open(os.path.join(self.work, "order.txt")) as f:
+            return f.read().split()
+
+    def total_bytes(self):
+        self.ensure_src()
+        return sum(os.path.getsize(os.path.join(dp, f))
+                   for dp, _, fs in os.walk(self.src) for f in fs)
+
+    def ensure_packset(self):
+        self.ensure_src()
+        if not os.path.isdir(self.packdir):
+            print("data: mkpack pack", flush=True)
+            os.makedirs(os.path.dirname(self.packdir), exist_ok=True)
+            sh([self.mkpack, "pack", "--no-fsync", self.src, self.packdir], stderr=subprocess.DEVNULL)
+        return self.packdir
+
+    def extents(self):
+        """key -> (absolute shard path, data offset, size), from `mkpack ls --json`."""
+        root = os.path.dirname(self.ensure_packset())
+        res = {}
+        for line in out([self.mkpack, "ls", "--json", self.packdir]).splitlines():
+            m = json.loads(line)
+            res[m["key"]] = (os.path.join(root, m["shard"]), m["offset"], m["size"])
+        return res
+
+    def ensure_onezip(self):
+        """All members in one STORED zip (ZIP64 past 65535), as fuse-zip and archivemount take
+        a single archive."""
+        self.ensure_src()
+        if not os.path.exists(self.onezip):
+            print("data: one zip for fuse-zip/archivemount", flush=True)
+            d = os.path.dirname(self.onezip)
+            shutil.rmtree(d, ignore_errors=True)
+            sh([self.mkpack, "pack", "--no-fsync", "--no-catalog", "--max-members", "100000000",
+                "--max-pack-bytes", "1T", self.src, d], stderr=subprocess.DEVNULL)
+            os.rename(os.path.join(d, "pack-0000.zip"), self.onezip)
+        return self.onezip
+
+    def ensure_squash(self):
+        self.ensure_src()
+        if not os.path.exists(self.squash):
+            print("data: mksquashfs (uncompressed)", flush=True)
+            sh(["mksquashfs", self.src, self.squash, "-noI", "-noD", "-noF", "-noX", "-no-xattrs",
+                "-quiet", "-no-progress"])
+        return self.squash

@@ -1,0 +1,345 @@
+#!/usr/bin/env python3
+"""Turns one bench/results/<date>.json into <date>.md (median tables, ratios to loose files and to
+raw pread, the issue 2/3 targets with verdicts) and <date>-*.png charts (gnuplot).
+
+    python3 bench/report.py bench/results/<date>.json
+
+Every figure is the median over the repeats of one run; "spread" is min-max of those repeats.
+Ratios are ratios of medians from the same run.
+"""
+import collections
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def fmt_rate(x):
+    if x is None:
+        return "—"
+    return f"{x / 1000:.1f}k" if x >= 1000 else f"{x:.0f}"
+
+
+def fmt_ratio(a, b):
+    return f"{a / b:.2f}×" if a and b else "—"
+
+
+class Small:
+    """Medians of the small-file rows keyed by (cache, pattern, threads, contender)."""
+
+    def __init__(self, rows):
+        self.runs = collections.defaultdict(list)
+        self.slow = {}
+        self.dead = {}
+        self.order = []
+        for r in rows:
+            if r.get("bench") != "small":
+                continue
+            if r["contender"] not in self.order:
+                self.order.append(r["contender"])
+            if "dead" in r:
+                self.dead[r["contender"]] = r["dead"]
+                continue
+            key = (r["cache"], r["pattern"], r["threads"], r["contender"])
+            self.runs[key].append(r)
+            if r.get("too_slow"):
+                self.slow[key] = r["too_slow"]
+
+    def rate(self, key, field="files_per_s"):
+        return med([r[field] for r in self.runs.get(key, [])])
+
+    def cell(self, key):
+        runs = [r["files_per_s"] for r in self.runs.get(key, [])]
+        if not runs:
+            return self.dead.get(key[3], "—")
+        if key in self.slow:  # budget-limited passes: the rate, and how far one got
+            return f"{fmt_rate(med(runs))} ({self.slow[key]})"
+        return f"{fmt_rate(med(runs))} ({fmt_rate(min(runs))}–{fmt_rate(max(runs))})"
+
+    def threads(self):
+        return sorted({k[2] for k in self.runs})
+
+
+def small_tables(s, lines):
+    for cache in ("cold", "warm"):
+        for pattern in ("path", "scan"):
+            what = "by path, no listing first" if pattern == "path" else \
+                "after a readdir scan of every directory (scan time not counted)"
+            lines += [f"### Small files, {cache}, {what}", ""]
+            th = s.threads()
+            head = ["contender"] + [f"{t} thr files/s (spread)" for t in th] + \
+                [f"MiB/s ({th[-1]} thr)"] + [f"× loose ({t})" for t in th] + \
+                [f"× raw pread ({t})" for t in th]
+            lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+            for c in s.order:
+                key = lambda t, c=c: (cache, pattern, t, c)  # noqa: E731
+                mib = s.rate(key(th[-1]), "mib_per_s")
+                cells = [c] + [s.cell(key(t)) for t in th] + [f"{mib:.0f}" if mib else "—"]
+                cells += [fmt_ratio(s.rate(key(t)), s.rate((cache, pattern, t, "loose")))
+                          for t in th]
+                cells += [fmt_ratio(s.rate(key(t)), s.rate((cache, pattern, t, "raw pread")))
+                          for t in th]
+                lines.append("| " + " | ".join(cells) + " |")
+            if pattern == "scan":
+                scans = {c: med([r.get("scan_seconds") for r in s.runs.get((cache, pattern,
+                                                                            th[-1], c), [])])
+                         for c in s.order if c != "raw pread"}
+                lines += ["", "Scan time (s, median): " + ", ".join(
+                    f"{c} {v:.2f}" for c, v in scans.items() if v is not None)]
+            lines.append("")
+
+
+def packfs_requests(rows):
+    """Median request counts per file of packfs cold passes, by pattern, 8 threads."""
+    out = {}
+    for pattern in ("path", "scan"):
+        per = collections.defaultdict(list)
+        for r in rows:
+            if r.get("bench") == "small" and r.get("contender") == "packfs" and \
+                    r.get("cache") == "cold" and r.get("pattern") == pattern and r.get("requests"):
+                for k, v in r["requests"].items():
+                    per[k].append(v / max(r["files"], 1))
+        if per:
+            out[pattern] = {k: round(med(v), 3) for k, v in per.items()}
+    return out
+
+
+def group(rows, bench, *keys, field="seconds"):
+    g = collections.defaultdict(list)
+    for r in rows:
+        if r.get("bench") == bench and r.get(field) is not None:
+            g[tuple(r.get(k) for k in keys)].append(r[field])
+    return g
+
+
+def targets(rows, s):
+    """(target, measured, verdict) rows for the issue 2 and 3 performance targets."""
+    res = []
+
+    def check(name, value, ok, shown):
+        res.append((name, shown if value is not None else "not measured",
+                    "—" if value is None else ("met" if ok(value) else "MISSED")))
+
+    pack = group(rows, "pack", "cache", "contender")
+    for cache in ("cold", "warm"):
+        mk = med(pack.get((cache, "mkpack pack"), []))
+        for other, limit in (("zip -0 -r -q", 0.5), ("tar cf", 1.0)):
+            o = med(pack.get((cache, other), []))
+            v = mk / o if mk and o else None
+            check(f"mkpack pack ≤ {limit}× `{other}` ({cache})", v, lambda x, l=limit: x <= l,
+                  f"{v:.2f}×" if v else "")
+    ver = group(rows, "verify", "threads", field="GBps")
+    v = med(ver.get((1,), []))
+    check("mkpack verify ≥ 2 GB/s per core (warm, 1 thread)", v, lambda x: x >= 2,
+          f"{v:.2f} GB/s" if v else "")
+    cat = group(rows, "catalog", "members")
+    for (n,), ts in cat.items():
+        v = med(ts)
+        check(f"mkpack catalog on {n} members ≤ 10 s" + ("" if n >= 1000000 else
+                                                         " (target is for 1M)"),
+              v, lambda x: x <= 10, f"{v:.2f} s")
+    for cache, pattern, goals in (("cold", "scan", (("loose", 1.5), ("raw pread", 0.6))),
+                                  ("cold", "path", (("loose", 1.0),)),
+                                  ("warm", "path", (("loose", 1.0),)),
+                                  ("warm", "scan", (("loose", 1.0),))):
+        for t in (2, 8):
+            p = s.rate((cache, pattern, t, "packfs"))
+            for other, limit in goals + (("fuse-zip", 5.0), ("archivemount", 5.0)):
+                if cache == "warm" and other != "loose" and pattern == "scan":
+                    continue
+                o = s.rate((cache, pattern, t, other))
+                v = p / o if p and o else None
+                shown = f"{v:.2f}× ({fmt_rate(p)} vs {fmt_rate(o)} files/s)" if v else ""
+                if other in ("fuse-zip", "archivemount") and (cache, pattern, t, other) in s.slow:
+                    shown += f"; {other} {s.slow[(cache, pattern, t, other)]}"
+                check(f"packfs ≥ {limit}× {other}, {cache}, {pattern}, {t} threads", v,
+                      lambda x, l=limit: x >= l, shown)
+    large = group(rows, "large", "job", "cache", "contender", field="MBps")
+    p, raw = med(large.get(("seq 1M", "cold", "packfs"), [])), \
+        med(large.get(("seq 1M", "cold", "raw pread"), []))
+    v = p / raw if p and raw else None
+    check("large member, 1 MiB sequential, cold: packfs ≥ 0.9× raw", v, lambda x: x >= 0.9,
+          f"{v:.2f}× ({p:.0f} vs {raw:.0f} MB/s)" if v else "")
+    mnt = collections.defaultdict(list)
+    for r in rows:
+        if r.get("bench") == "mount" and r.get("contender") == "packfs (catalog)" and \
+                "first_stat_s" in r:
+            mnt[r["members"]].append(r)
+    if mnt:
+        n = max(mnt)
+        note = "" if n >= 1000000 else f" (measured at {n} members; target is for 1M)"
+        rs = mnt[n]
+        v = med([r["first_stat_s"] for r in rs])
+        check("catalog mount: first stat ≤ 0.5 s" + note, v, lambda x: x <= 0.5, f"{v:.3f} s")
+        v = med([r["rss_first_mib"] for r in rs])
+        check("catalog mount: RSS at first stat ≤ 64 MB" + note, v,
+              lambda x: x * 1.048576 <= 64, f"{v:.1f} MiB")
+        v = med([r["find_s"] for r in rs])
+        check("catalog mount: `find MNT | wc -l` ≤ 5 s" + note, v, lambda x: x <= 5,
+              f"{v:.2f} s")
+    return res
+
+
+def chart(path_png, title, ylabel, cols, data, logy=False, xlabel=None, lines=False):
+    """Clustered bars (or lines when `lines`): data = [(label, [value per col])]."""
+    if not shutil.which("gnuplot") or not data:
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        dat = os.path.join(d, "data")
+        with open(dat, "w") as f:
+            for label, vals in data:
+                f.write(('%s ' if lines else '"%s" ') % label + " ".join("%g" % v if v else "NaN" for v in vals) + "\n")
+        script = [
+            "set terminal pngcairo size 1100,560 font 'sans,10'",
+            f"set output '{path_png}'", f"set title '{title}'", f"set ylabel '{ylabel}'",
+            "set key top right", "set grid ytics"]
+        if logy:
+            script.append("set logscale y")
+        if lines:
+            script += ["set logscale x", f"set xlabel '{xlabel}'"]
+            plot = ", ".join(f"'{dat}' using 1:{i + 2} with linespoints lw 2 title '{c}'"
+                             for i, c in enumerate(cols))
+        else:
+            script += ["set style data histograms", "set style histogram clustered gap 1",
+                       "set style fill solid 0.85 border -1", "set xtics rotate by -25",
+                       "set boxwidth 0.9"]
+            plot = ", ".join(f"'{dat}' using {i + 2}:xtic(1) title '{c}'"
+                             for i, c in enumerate(cols))
+        script.append("plot " + plot)
+        r = subprocess.run(["gnuplot"], input="\n".join(script), text=True, capture_output=True)
+        if r.returncode != 0:
+            print("gnuplot:", r.stderr, file=sys.stderr)
+            return None
+    return os.path.basename(path_png)
+
+
+def write(json_path):
+    with open(json_path) as f:
+        doc = json.load(f)
+    meta, rows = doc["meta"], doc["rows"]
+    base = json_path[:-len(".json")]
+    s = Small(rows)
+    m = meta["machine"]
+    L = [f"# packfs benchmarks — {meta['date']}", "",
+         f"Command: `{meta['command']}` (git {meta['git']}), {meta['seconds']:.0f} s.  ",
+         f"Machine: {m.get('cpu', '?')}, {m.get('nproc')} CPUs, {m.get('mem_gib')} GiB, "
+         f"kernel {m.get('kernel')}, data on {m.get('fs', '?')}; load average at start "
+         f"{m.get('loadavg_start', ['?'])[0]:.2f}, at end {m.get('loadavg_end', ['?'])[0]:.2f}.  ",
+         "Figures are medians of the repeats (spread = min–max); ratios are between contenders of "
+         "this run. The machine is shared: compare within a run, not across runs.", ""]
+    if meta.get("failed"):
+        L += [f"**Benchmarks that failed:** {', '.join(meta['failed'])}", ""]
+    tg = targets(rows, s)
+    if tg:
+        L += ["## Targets (issues 2 and 3)", "", "| target | measured | verdict |", "|---|---|---|"]
+        L += [f"| {a} | {b} | {c} |" for a, b, c in tg] + [""]
+    if s.runs:
+        p = meta["params"]
+        L += ["## Small-file random reads", "",
+              f"{p['files']} files of {p['size_min']}–{p['size_max']} bytes; each pass reads "
+              f"{min(p['sample'], p['files'])} of them whole in shuffled order with `bench/readfiles`; "
+              "cold = fresh mount and dropped page cache before every pass, each repeat a different "
+              "slice; warm = the same slice again after a warm-up pass. Files/s.", ""]
+        cols = [(c, p_, t) for c in ("cold", "warm") for p_ in ("path", "scan")
+                for t in (2, 8) if t in s.threads()]
+        png = chart(base + "-small.png", "Small-file random reads (files/s, log scale)", "files/s",
+                    [f"{c} {p_} {t}thr" for c, p_, t in cols],
+                    [(c, [s.rate((a, b, t, c)) for a, b, t in cols]) for c in s.order
+                     if c not in s.dead], logy=True)
+        if png:
+            L += [f"![small-file reads]({png})", ""]
+        small_tables(s, L)
+        req = packfs_requests(rows)
+        if req:
+            L += ["packfs requests per file read (cold, from `user.packfs.stats`, median): " +
+                  "; ".join(f"{pat}: " + ", ".join(f"{k} {v}" for k, v in d.items())
+                            for pat, d in req.items()), ""]
+    large = group(rows, "large", "job", "cache", "contender", field="MBps")
+    if large:
+        lm = next((r for r in rows if r.get("bench") == "large-meta"), {})
+        L += ["## Large member (fio)", "",
+              f"One member of {lm.get('size', 0) / 2**20:.0f} MiB; the FUSE mount's default "
+              f"read_ahead_kb is {lm.get('default_read_ahead_kb')}. MB/s (spread); × raw = ratio "
+              "to reading the same range of the shard directly.", ""]
+        jobs = sorted({(k[0], k[1]) for k in large}, key=lambda x: (x[0], x[1]))
+        conts = list(dict.fromkeys(k[2] for k in large))
+        L += ["| contender | " + " | ".join(f"{j} {c}" for j, c in jobs) + " | " +
+              " | ".join(f"× raw {j} {c}" for j, c in jobs) + " |", "|" + "---|" * (1 + 2 * len(jobs))]
+        for c in conts:
+            cells = [f"{med(large[(j, ca, c)]):.0f} ({min(large[(j, ca, c)]):.0f}–"
+                     f"{max(large[(j, ca, c)]):.0f})" if (j, ca, c) in large else "—"
+                     for j, ca in jobs]
+            cells += [fmt_ratio(med(large.get((j, ca, c), [])), med(large.get((j, ca, "raw pread"), [])))
+                      for j, ca in jobs]
+            L.append(f"| {c} | " + " | ".join(cells) + " |")
+        png = chart(base + "-large.png", "Large member through fio (MB/s)", "MB/s",
+                    [f"{j} {c}" for j, c in jobs],
+                    [(c, [med(large.get((j, ca, c), [])) for j, ca in jobs]) for c in conts])
+        L += [""] + ([f"![large reads]({png})", ""] if png else [])
+    mrows = [r for r in rows if r.get("bench") == "mount"]
+    if mrows:
+        L += ["## Mount start and memory", "",
+              "Cold cache. First stat = from starting the daemon until `stat` of a member answers; "
+              "RSS = the daemon's VmHWM then, and after `find MNT | wc -l`.", "",
+              "| members | contender | first stat (s) | RSS at first stat (MiB) | find (s) | "
+              "peak RSS after find (MiB) |", "|---|---|---|---|---|---|"]
+        by = collections.defaultdict(list)
+        for r in mrows:
+            by[(r["members"], r["contender"])].append(r)
+        for (n, c), rs in sorted(by.items()):
+            ok = [r for r in rs if "first_stat_s" in r]
+            if not ok:
+                L.append(f"| {n} | {c} | {rs[0].get('too_slow') or rs[0].get('failed')} | | | |")
+                continue
+            f = lambda k: med([r.get(k) for r in ok])  # noqa: E731
+            L.append(f"| {n} | {c} | {f('first_stat_s'):.3f} | {f('rss_first_mib'):.1f} | "
+                     + (f"{f('find_s'):.2f}" if f('find_s') is not None else "too slow")
+                     + f" | {f('rss_peak_mib'):.1f} |")
+        conts = list(dict.fromkeys(c for _, c in by))
+        ns = sorted({n for n, _ in by})
+        png = chart(base + "-mount.png", "Mount start: time to first stat (s)", "seconds",
+                    conts, [(n, [med([r.get("first_stat_s") for r in by.get((n, c), [])])
+                                 for c in conts]) for n in ns],
+                    logy=True, xlabel="members", lines=True)
+        L += [""] + ([f"![mount start]({png})", ""] if png else [])
+    pack = group(rows, "pack", "cache", "contender")
+    if pack:
+        L += ["## Writing and checking", "", "| contender | cold (s) | warm (s) | × mkpack cold | "
+              "× mkpack warm |", "|---|---|---|---|---|"]
+        for c in dict.fromkeys(k[1] for k in pack):
+            co, wa = med(pack.get(("cold", c), [])), med(pack.get(("warm", c), []))
+            L.append(f"| {c} | {co:.2f} | {wa:.2f} | "
+                     f"{fmt_ratio(co, med(pack[('cold', 'mkpack pack')]))} | "
+                     f"{fmt_ratio(wa, med(pack[('warm', 'mkpack pack')]))} |")
+        for (t,), v in sorted(group(rows, "verify", "threads", field="GBps").items()):
+            L.append(f"\n`mkpack verify --threads {t}` (warm): {med(v):.2f} GB/s "
+                     f"({min(v):.2f}–{max(v):.2f})")
+        for (n,), v in group(rows, "catalog", "members").items():
+            L.append(f"\n`mkpack catalog` on {n} members (warm): {med(v):.2f} s "
+                     f"({min(v):.2f}–{max(v):.2f})")
+        L.append("")
+    video = group(rows, "video", "tool", "cache", "contender")
+    if video:
+        L += ["## Video", "", "| tool | cache | loose (s) | packfs (s) | packfs / loose |",
+              "|---|---|---|---|---|"]
+        for tool, cache in dict.fromkeys((k[0], k[1]) for k in video):
+            lo, pf = med(video[(tool, cache, "loose")]), med(video.get((tool, cache, "packfs"), []))
+            L.append(f"| {tool} | {cache} | {lo:.3f} | {pf:.3f} | {fmt_ratio(pf, lo)} |")
+        L.append("")
+    md = base + ".md"
+    with open(md, "w") as f:
+        f.write("\n".join(L) + "\n")
+    return md
+
+
+if __name__ == "__main__":
+    for p in sys.argv[1:]:
+        print(write(p))
