@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 
 #include "core/key.h"
 
@@ -43,6 +44,15 @@ Result<std::unique_ptr<Filesystem>> Filesystem::Open(
 }
 
 Filesystem::~Filesystem() = default;
+
+void Filesystem::NoteShardUsed(uint32_t shard) const {
+  // Load first: after a shard's first read this is a shared read, not a write every thread
+  // fights over.
+  if (shard < shard_count_ && !shard_seen_[shard].load(std::memory_order_relaxed) &&
+      !shard_seen_[shard].exchange(true)) {
+    stats_.ShardUsed();
+  }
+}
 
 Attr Filesystem::MakeAttr(const Node& node) const {
   Attr a;
@@ -164,7 +174,7 @@ Result<ReadExtent> Filesystem::PrepareRead(uint64_t ino, uint64_t offset, size_t
   if (!checked.ok()) return checked.WithPrefix(describe());
   Result<ShardLease> lease = src.set->OpenShard(src.node.shard);
   if (!lease.ok()) return lease.status().WithPrefix(describe());
-  if (file.shard < shard_count_ && !shard_seen_[file.shard].exchange(true)) stats_.ShardUsed();
+  NoteShardUsed(file.shard);
   ext.lease = std::move(*lease);
   ext.shard_offset = file.data_offset + offset;
   ext.length = static_cast<size_t>(std::min<uint64_t>(size, file.size - offset));
@@ -177,16 +187,26 @@ Result<ReadExtent> Filesystem::PrepareRead(uint64_t ino, uint64_t offset, size_t
   return ext;
 }
 
-Result<size_t> Filesystem::Read(uint64_t ino, uint64_t offset, std::span<uint8_t> buf) const {
-  PACKFS_ASSIGN_OR_RETURN(ReadExtent ext, PrepareRead(ino, offset, buf.size()));
-  if (ext.length == 0) return size_t{0};
-  Result<size_t> n = ext.lease->ReadAt(ext.shard_offset, buf.first(ext.length));
-  if (!n.ok()) return n.status().WithPrefix("reading '" + DescribeNode(ino) + "'");
-  if (*n != ext.length) {
-    return Status::Stale("reading '" + DescribeNode(ino) + "': " + ext.lease->name() +
-                         " ended early (it changed since it was indexed)");
+Result<std::span<const uint8_t>> Filesystem::ReadCopy(uint64_t ino, uint64_t offset, size_t size,
+                                                      std::vector<uint8_t>* scratch) const {
+  PACKFS_ASSIGN_OR_RETURN(Node file, GetFile(ino));
+  if (offset >= file.size || size == 0) return std::span<const uint8_t>();
+  SourceNode src = ToSource(file);
+  Result<std::span<const uint8_t>> got = src.set->ReadCopy(src.node, offset, size, scratch);
+  if (!got.ok()) {
+    return got.status().WithPrefix("reading '" + QuoteKey(KeyOrId(file)) + "' from " +
+                                   src.set->ShardRefPath(src.node.shard));
   }
-  return n;
+  NoteShardUsed(file.shard);
+  return got;
+}
+
+Result<size_t> Filesystem::Read(uint64_t ino, uint64_t offset, std::span<uint8_t> buf) const {
+  std::vector<uint8_t> scratch;
+  PACKFS_ASSIGN_OR_RETURN(std::span<const uint8_t> got,
+                          ReadCopy(ino, offset, buf.size(), &scratch));
+  std::memcpy(buf.data(), got.data(), got.size());
+  return got.size();
 }
 
 Result<std::optional<std::string>> Filesystem::GetXattr(uint64_t ino,

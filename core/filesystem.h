@@ -98,11 +98,16 @@ class Filesystem {
   Status ReadDir(uint64_t ino, uint64_t offset, size_t max_entries,
                  std::vector<DirEntry>* out) const;
 
-  // Resolves a read of file `ino` to its place in a shard: checks the shard against the catalog
+  // Resolves a read of file `ino` to its place in a shard, for a zero-copy reply: checks the shard against the catalog
   // and the member's local header before its first read. Reads past EOF give length 0. Errors
   // name the shard and the member.
   Result<ReadExtent> PrepareRead(uint64_t ino, uint64_t offset, size_t size) const;
-  // Copying read (fallback path and tests): fills buf from `offset`, returns the byte count.
+  // Copying read (small requests): the bytes of [offset, offset + size) clipped to the file,
+  // read into `scratch` (grown as needed; reuse it across calls). A member's first read fetches
+  // its local header in the same pread, so a cold small file costs one disk request.
+  Result<std::span<const uint8_t>> ReadCopy(uint64_t ino, uint64_t offset, size_t size,
+                                            std::vector<uint8_t>* scratch) const;
+  // ReadCopy into `buf`: returns the byte count.
   Result<size_t> Read(uint64_t ino, uint64_t offset, std::span<uint8_t> buf) const;
 
   // Extended attributes. nullopt: no such attribute on this node (ENODATA).
@@ -120,6 +125,7 @@ class Filesystem {
   const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
+  void NoteShardUsed(uint32_t shard) const;
   // A file node as its own PackSet knows it.
   struct SourceNode {
     const PackSet* set = nullptr;

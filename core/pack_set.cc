@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include <cstring>
 #include <filesystem>
 #include <unordered_map>
 #include <unordered_set>
@@ -34,9 +35,36 @@ struct PackSet::Impl {
   // a race only means two threads check the same header once each.
   size_t checked_words;
   std::unique_ptr<std::atomic<uint64_t>[]> checked;
+
+  bool Checked(uint64_t id) const;
+  void MarkChecked(uint64_t id);
 };
 
 namespace {
+
+// A shard seen through bytes already read from it at `start`: reads inside them are served
+// from memory, everything else from the shard. Lets the local header check of a member's first
+// read use the pread that also fetched its data.
+class PrefetchedSource final : public ShardSource {
+ public:
+  PrefetchedSource(const ShardSource& shard, uint64_t start, std::span<const uint8_t> bytes)
+      : shard_(shard), start_(start), bytes_(bytes) {}
+  const std::string& name() const override { return shard_.name(); }
+  uint64_t size() const override { return shard_.size(); }
+  Result<size_t> ReadAt(uint64_t offset, std::span<uint8_t> buf) const override {
+    if (offset >= start_ && offset - start_ <= bytes_.size() &&
+        buf.size() <= bytes_.size() - (offset - start_)) {
+      std::memcpy(buf.data(), bytes_.data() + (offset - start_), buf.size());
+      return buf.size();
+    }
+    return shard_.ReadAt(offset, buf);
+  }
+
+ private:
+  const ShardSource& shard_;
+  uint64_t start_;
+  std::span<const uint8_t> bytes_;
+};
 
 std::string StripSlashes(std::string dir) {
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
@@ -145,46 +173,84 @@ std::string PackSet::Ref(const std::string& key, const Node& file) const {
 
 Result<ShardLease> PackSet::OpenShard(uint32_t shard) const { return impl_->pool.Get(shard); }
 
-Status PackSet::CheckMember(const Node& file) const {
-  const uint64_t id = file.id;
-  const bool trackable = id / 64 < impl_->checked_words;
-  const uint64_t bit = uint64_t{1} << (id % 64);
-  if (trackable && (impl_->checked[id / 64].load(std::memory_order_acquire) & bit)) {
-    return Status::OK();
+bool PackSet::Impl::Checked(uint64_t id) const {
+  return id / 64 < checked_words &&
+         (checked[id / 64].load(std::memory_order_acquire) & (uint64_t{1} << (id % 64))) != 0;
+}
+
+void PackSet::Impl::MarkChecked(uint64_t id) {
+  if (id / 64 < checked_words) {
+    checked[id / 64].fetch_or(uint64_t{1} << (id % 64), std::memory_order_release);
   }
+}
+
+Status PackSet::CheckMember(const Node& file) const {
+  if (impl_->Checked(file.id)) return Status::OK();
   PACKFS_ASSIGN_OR_RETURN(ShardLease src, OpenShard(file.shard));
+  return CheckMemberAgainst(file, *src);
+}
+
+Status PackSet::CheckMemberAgainst(const Node& file, const ShardSource& src) const {
   PACKFS_ASSIGN_OR_RETURN(std::string key, catalog_->KeyOf(file));
   auto mismatch = [&](const std::string& detail) {
     return Status::Stale(ShardRefPath(file.shard) + ": member " + QuoteKey(key) +
                          ": local header does not match the catalog (shard changed?): " + detail +
                          "; run `mkpack catalog " + dir_ + "`");
   };
-  Result<uint64_t> data_offset = ReadLocalHeader(*src, file.local_header_offset, key);
+  Result<uint64_t> data_offset = ReadLocalHeader(src, file.local_header_offset, key);
   if (!data_offset.ok()) return mismatch(data_offset.status().message());
   if (*data_offset != file.data_offset) {
     return mismatch("data starts at " + std::to_string(*data_offset) + ", the catalog says " +
                     std::to_string(file.data_offset));
   }
-  if (file.data_offset > src->size() || file.size > src->size() - file.data_offset) {
+  if (file.data_offset > src.size() || file.size > src.size() - file.data_offset) {
     return mismatch("the data runs past the end of the shard");
   }
-  if (trackable) impl_->checked[id / 64].fetch_or(bit, std::memory_order_release);
+  impl_->MarkChecked(file.id);
   return Status::OK();
 }
 
-Result<size_t> PackSet::Read(const Node& file, uint64_t offset, std::span<uint8_t> buf) const {
+Result<std::span<const uint8_t>> PackSet::ReadCopy(const Node& file, uint64_t offset, size_t size,
+                                                   std::vector<uint8_t>* scratch) const {
   if (file.is_dir()) return Status::InvalidArgument("cannot read a directory");
-  if (offset >= file.size || buf.empty()) return size_t{0};
-  const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), file.size - offset));
-  PACKFS_RETURN_IF_ERROR(CheckMember(file));
+  if (offset >= file.size || size == 0) return std::span<const uint8_t>();
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(size, file.size - offset));
   PACKFS_ASSIGN_OR_RETURN(ShardLease src, OpenShard(file.shard));
-  PACKFS_ASSIGN_OR_RETURN(size_t got, src->ReadAt(file.data_offset + offset, buf.first(n)));
-  if (got != n) {
+  const uint64_t at = file.data_offset + offset;
+  auto short_read = [&]() {
     return Status::Stale(ShardRefPath(file.shard) + ": short read of member data at offset " +
-                         std::to_string(file.data_offset + offset) +
-                         " (the shard shrank?); run `mkpack catalog " + dir_ + "`");
+                         std::to_string(at) + " (the shard shrank?); run `mkpack catalog " +
+                         dir_ + "`");
+  };
+  const bool checked = impl_->Checked(file.id);
+  if (checked || file.local_header_offset > at || at - file.local_header_offset > kHeadedReadGap) {
+    if (!checked) PACKFS_RETURN_IF_ERROR(CheckMemberAgainst(file, *src));
+    if (scratch->size() < n) scratch->resize(n);
+    PACKFS_ASSIGN_OR_RETURN(size_t got, src->ReadAt(at, std::span<uint8_t>(scratch->data(), n)));
+    if (got != n) return short_read();
+    return std::span<const uint8_t>(scratch->data(), n);
   }
-  return got;
+  // First read of this member, close to its start: one pread covers the local header and the
+  // bytes asked for, so a cold small file costs one disk request, not two. The header check then
+  // reads from memory (anything outside the bytes read goes to the shard as usual).
+  const uint64_t head = at - file.local_header_offset;
+  const size_t total = static_cast<size_t>(head) + n;
+  if (scratch->size() < total) scratch->resize(total);
+  PACKFS_ASSIGN_OR_RETURN(size_t got, src->ReadAt(file.local_header_offset,
+                                                  std::span<uint8_t>(scratch->data(), total)));
+  PrefetchedSource prefetched(*src, file.local_header_offset,
+                              std::span<const uint8_t>(scratch->data(), got));
+  PACKFS_RETURN_IF_ERROR(CheckMemberAgainst(file, prefetched));
+  if (got != total) return short_read();
+  return std::span<const uint8_t>(scratch->data() + head, n);
+}
+
+Result<size_t> PackSet::Read(const Node& file, uint64_t offset, std::span<uint8_t> buf) const {
+  std::vector<uint8_t> scratch;
+  PACKFS_ASSIGN_OR_RETURN(std::span<const uint8_t> got,
+                          ReadCopy(file, offset, buf.size(), &scratch));
+  std::memcpy(buf.data(), got.data(), got.size());
+  return got.size();
 }
 
 }  // namespace packfs

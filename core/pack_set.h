@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,14 @@ class PackSet {
   // Checks the member's local header before its first read.
   Result<size_t> Read(const Node& file, uint64_t offset, std::span<uint8_t> buf) const;
 
+  // The copying read of the mount: file bytes [offset, offset + size) clipped to the member's
+  // size, read into `scratch` (grown as needed, reusable across calls); returns where in it they
+  // are. A member's first read that starts within kHeadedReadGap of its local header fetches the
+  // header and the data with one pread and checks the header from those bytes.
+  Result<std::span<const uint8_t>> ReadCopy(const Node& file, uint64_t offset, size_t size,
+                                            std::vector<uint8_t>* scratch) const;
+  static constexpr uint64_t kHeadedReadGap = 64 * 1024;
+
   // Checks the local header of `file` once (cached per node id). Returns OK when valid.
   Status CheckMember(const Node& file) const;
 
@@ -75,6 +84,9 @@ class PackSet {
 
  private:
   PackSet() = default;
+  // Checks the local header of `file` as `src` (the shard, or bytes already read from it) shows
+  // it, and remembers success.
+  Status CheckMemberAgainst(const Node& file, const ShardSource& src) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string dir_;

@@ -27,6 +27,9 @@ struct ServeConfig {
   double negative_timeout = 365.0 * 86400;
   bool zero_copy = true;   // reply to reads from the shard fd (splice when the kernel allows)
   bool splice = true;      // ask for FUSE_CAP_SPLICE_WRITE|MOVE
+  // Reads smaller than this are copied (pread + write: fewer system calls than a splice
+  // through a pipe); larger ones are zero-copy.
+  size_t zero_copy_min = 128 * 1024;
   bool no_open = true;     // answer open with ENOSYS when the kernel supports it
   // Largest READ we ask the kernel for (1 MiB: large members stream at disk speed). It is
   // also the max_read mount option, which libfuse wants repeated in INIT.

@@ -498,6 +498,45 @@ TEST_F(StaleTest, DamagedLocalHeaderFailsOnlyThatMember) {
   EXPECT_EQ(r.status().err(), EIO);
 }
 
+// A member's first read checks its local header whichever way it comes: from the bytes of a
+// read that starts near the header (one pread for header and data), or with a separate header
+// read when the first read starts far into the member.
+TEST_F(StaleTest, FirstReadChecksTheHeaderNearAndFar) {
+  auto ps0 = OpenOk(dir_, Use::kRequire);
+  ASSERT_TRUE(ps0);
+  auto victim = ps0->catalog().Find("img/0001.jpg");  // 70000 bytes: past kHeadedReadGap
+  auto good = ps0->catalog().Find("audio/clip 01.flac");
+  ASSERT_TRUE(victim.ok() && victim->has_value() && good.ok() && good->has_value());
+  ASSERT_GT((*victim)->size, PackSet::kHeadedReadGap);
+  ps0.reset();
+  {
+    std::fstream f(dir_ + "/pack-0000.zip", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>((*victim)->local_header_offset + 31));
+    f.put('#');
+  }
+  const std::string want = testing::RandomBytes(100000, 4);
+  for (uint64_t offset : {uint64_t{0}, uint64_t{69000}}) {
+    auto ps = OpenOk(dir_, Use::kRequire);
+    ASSERT_TRUE(ps);
+    std::vector<uint8_t> scratch;
+    auto bad = ps->ReadCopy(**victim, offset, 100, &scratch);
+    ASSERT_FALSE(bad.ok()) << offset;
+    EXPECT_EQ(bad.status().err(), EIO);
+    EXPECT_TRUE(Contains(bad.status().message(), "member img/0001.jpg: local header"))
+        << bad.status().message();
+    // The failure is remembered as nothing: a second read checks (and fails) again.
+    EXPECT_FALSE(ps->ReadCopy(**victim, 0, 10, &scratch).ok());
+    // A good member's first read, near or far, returns exactly its bytes.
+    const uint64_t at = offset == 0 ? 0 : 90000;
+    auto ok = ps->ReadCopy(**good, at, 20000, &scratch);
+    ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+    EXPECT_EQ(std::string(ok->begin(), ok->end()), want.substr(at, 20000)) << at;
+    auto again = ps->ReadCopy(**good, 1, 5, &scratch);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(std::string(again->begin(), again->end()), want.substr(1, 5));
+  }
+}
+
 TEST(PackSetTest, RefreshReusesUnchangedShardsAndDropsRemovedOnes) {
   testing::TempDir tmp;
   std::string dir = tmp / "media";
