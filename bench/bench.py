@@ -53,13 +53,13 @@ def parse_args():
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2, 8])
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs of each figure (--quick: 1)")
-    ap.add_argument("--budget", type=float, default=5,
+    ap.add_argument("--budget", type=float, default=3,
                     help="seconds a read pass may take; a slower pass stops there and its rate "
                     "is recorded as 'too slow: X files in Y s'")
-    ap.add_argument("--slow-budget", type=float, default=2,
+    ap.add_argument("--slow-budget", type=float, default=1.5,
                     help="seconds for each later pass of a contender that was already too slow")
     ap.add_argument("--mount-budget", type=float, default=60, help="seconds a mount may take")
-    ap.add_argument("--find-budget", type=float, default=30,
+    ap.add_argument("--find-budget", type=float, default=20,
                     help="seconds `find MNT | wc -l` may take in the mount benchmark")
     ap.add_argument("--members", type=int, nargs="+", default=[10000, 100000, 1000000],
                     help="member counts for the mount-start benchmark")

@@ -5,6 +5,7 @@ several benchmarks read.
 Nothing here measures anything by itself; each bench_*.py module times its own contenders.
 """
 import json
+import multiprocessing
 import os
 import random
 import shutil
@@ -150,23 +151,34 @@ def packfs_stats(mnt):
 
 # --- data sets ------------------------------------------------------------------------------------
 
-def make_small_files(dst, n, size_min, size_max, seed=1):
-    """n files of uniform random size in [size_min, size_max] bytes, 1000 per directory, with
-    incompressible contents; returns their relative paths in creation order."""
-    rnd = random.Random(seed)
+def _make_dir(job):
+    """One directory of make_small_files (a separate process: file creation is kernel time)."""
+    dst, d, first, count, size_min, size_max, seed = job
+    rnd = random.Random(f"{seed}/{d}")
     blob = os.urandom(size_max + 65536)
+    os.makedirs(os.path.join(dst, d), exist_ok=True)
     rel = []
-    for i in range(n):
-        d = "%04d" % (i // 1000)
-        if i % 1000 == 0:
-            os.makedirs(os.path.join(dst, d), exist_ok=True)
+    for i in range(first, first + count):
         size = rnd.randint(size_min, size_max)
         off = rnd.randint(0, 65536)
         name = f"{d}/{i:06d}.jpg"
-        with open(os.path.join(dst, name), "wb") as f:
-            f.write(blob[off:off + size])
+        fd = os.open(os.path.join(dst, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, blob[off:off + size])
+        finally:
+            os.close(fd)
         rel.append(name)
     return rel
+
+
+def make_small_files(dst, n, size_min, size_max, seed=1):
+    """n files of uniform random size in [size_min, size_max] bytes, 1000 per directory, with
+    incompressible contents (no two files alike); returns their relative paths in creation order.
+    Directories are written by one process per core."""
+    jobs = [(dst, "%04d" % (first // 1000), first, min(1000, n - first), size_min, size_max, seed)
+            for first in range(0, n, 1000)]
+    with multiprocessing.Pool(os.cpu_count() or 1) as pool:
+        return [name for rel in pool.map(_make_dir, jobs, chunksize=1) for name in rel]
 
 
 class Dataset:
