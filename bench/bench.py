@@ -5,6 +5,9 @@ Benchmarks (--only NAME, repeatable): small (small-file random reads), large (fi
 mount vs raw), mount (mount start and RSS vs member count), pack (writing and checking), video
 (ffprobe / ffmpeg through the mount). Writes bench/results/<date>.json, <date>.md and PNG charts.
 This machine is shared and noisy: compare contenders within one run, never across runs.
+
+Exit status 1 when a benchmark broke (an exception, wrong bytes, packfs failing to mount or read),
+never because something is slow: `bench/run.sh --quick` is the CI smoke test.
 """
 import argparse
 import datetime
@@ -17,7 +20,7 @@ import tempfile
 import time
 import traceback
 
-from common import ROOT, Dataset, can_drop_caches, machine_info
+from common import ROOT, Broken, Dataset, can_drop_caches, machine_info
 from bench_large import bench_large
 from bench_mount import bench_mount
 from bench_pack import bench_pack
@@ -34,7 +37,8 @@ def parse_args():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true",
-                    help="a few thousand files, small sets, 2 repeats: about a minute (smoke test)")
+                    help="a few thousand files, small sets, 8 threads, 1 repeat: about a "
+                    "minute (the CI smoke test: checks bytes, asserts nothing about speed)")
     ap.add_argument("--only", action="append", choices=sorted(BENCHES), help="run only NAME")
     ap.add_argument("--workdir", help="where data is generated and kept (default: a temporary "
                     "directory under /var/tmp, removed at the end)")
@@ -47,27 +51,36 @@ def parse_args():
                     help="files read per small-file pass (cold repeat r reads slice r of the "
                     "shuffled order)")
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2, 8])
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--budget", type=float, default=5,
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="runs of each figure (--quick: 1)")
+    ap.add_argument("--budget", type=float, default=3,
                     help="seconds a read pass may take; a slower pass stops there and its rate "
                     "is recorded as 'too slow: X files in Y s'")
-    ap.add_argument("--slow-budget", type=float, default=4,
-                    help="seconds for each pass of a contender that was already too slow")
+    ap.add_argument("--slow-budget", type=float, default=1.5,
+                    help="seconds for each later pass of a contender that was already too slow")
     ap.add_argument("--mount-budget", type=float, default=60, help="seconds a mount may take")
+    ap.add_argument("--find-budget", type=float, default=20,
+                    help="seconds `find MNT | wc -l` may take in the mount benchmark")
     ap.add_argument("--members", type=int, nargs="+", default=[10000, 100000, 1000000],
                     help="member counts for the mount-start benchmark")
+    ap.add_argument("--pack-files", type=int, default=30000,
+                    help="how many of the small files the writing benchmark packs (whole "
+                    "directories of 1000)")
     ap.add_argument("--large-mib", type=int, default=1024, help="size of the large member")
     ap.add_argument("--fio-runtime", type=int, default=3, help="seconds per random-read job")
     ap.add_argument("--video-s", type=int, default=30, help="length of the test clip")
     args = ap.parse_args()
+    args.build = os.path.abspath(args.build)
     if args.quick:
         args.files = min(args.files, 3000)
-        args.sample = min(args.sample, 500)
-        args.repeat = min(args.repeat, 2)
-        args.threads = [t for t in args.threads if t in (2, 8)] or args.threads
-        args.budget = min(args.budget, 3)
-        args.slow_budget = min(args.slow_budget, 1)
+        args.pack_files = min(args.pack_files, 1000)
+        args.sample = min(args.sample, 300)
+        args.repeat = 1
+        args.threads = [t for t in args.threads if t == 8] or args.threads
+        args.budget = min(args.budget, 1)
+        args.slow_budget = min(args.slow_budget, 0.3)
         args.mount_budget = min(args.mount_budget, 10)
+        args.find_budget = min(args.find_budget, 10)
         args.members = [m for m in args.members if m <= 10000] or [10000]
         args.large_mib = min(args.large_mib, 64)
         args.fio_runtime = 1
@@ -90,7 +103,7 @@ def main():
                                   capture_output=True, text=True).stdout.strip(),
             "machine": machine_info(),
             "params": {k: v for k, v in vars(args).items() if k not in ("build", "out", "workdir")}}
-    rows, failed = [], []
+    rows, failed, broken = [], [], []
     ds = Dataset(args, work)
     t0 = time.perf_counter()
     try:
@@ -98,9 +111,14 @@ def main():
             tb = time.perf_counter()
             try:
                 BENCHES[name](args, work, ds, rows)
-            except Exception:  # one broken benchmark must not lose the others' results
+            except Broken as e:
+                print(f"BROKEN: {e}", file=sys.stderr, flush=True)
+                failed.append(name)
+                broken.append(str(e))
+            except Exception as e:  # one broken benchmark must not lose the others' results
                 traceback.print_exc()
                 failed.append(name)
+                broken.append(f"{name}: {type(e).__name__}: {e}")
             meta.setdefault("bench_seconds", {})[name] = round(time.perf_counter() - tb, 1)
     finally:
         if not args.workdir:
@@ -108,13 +126,18 @@ def main():
     meta["seconds"] = round(time.perf_counter() - t0, 1)
     meta["machine"]["loadavg_end"] = os.getloadavg()
     meta["failed"] = failed
+    meta["broken"] = broken
+    meta["data_seconds"] = ds.timings
     os.makedirs(args.out, exist_ok=True)
     stamp = started.strftime("%Y-%m-%d-%H%M") + ("-quick" if args.quick else "")
     path = os.path.join(args.out, stamp + ".json")
     with open(path, "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
     md = report.write(path)
-    print(f"results: {path}\nsummary: {md}\n({meta['seconds']:.0f} s)")
+    print(f"results: {path}\nsummary: {md}\n({meta['seconds']:.0f} s: " + ", ".join(
+        f"{k} {v:.0f} s" for k, v in meta["bench_seconds"].items()) + ")")
+    for why in broken:
+        print(f"BROKEN: {why}", file=sys.stderr)
     return 1 if failed else 0
 
 

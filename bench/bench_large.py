@@ -1,15 +1,16 @@
 """Large sequential and random reads (issue 4, part 2) with fio (job files in bench/fio/): 1 MiB
 sequential reads of a large member, cold and warm, and 4-128 KiB random reads, cold, through packfs
 vs raw reads of the same range of its shard vs the loose file. The mount's readahead window
-(read_ahead_kb of its bdi) and its thread count are measured as separate contenders."""
+(read_ahead_kb of its bdi) and its thread count are measured as separate contenders. Before measuring, the member is compared
+byte for byte through the mount with the loose file (`cmp`; a difference raises Broken)."""
 import json
 import os
 import subprocess
 
-from common import ROOT, drop_caches, fuse_bdi, mount, out, set_readahead_kb, sh, unmount
+from common import ROOT, Broken, drop_caches, fuse_bdi, mount, out, set_readahead_kb, sh, unmount
 
 
-def ensure_large(args, work):
+def ensure_large(args, work, ds):
     """(loose file, pack dir) for one member of --large-mib MiB of incompressible bytes."""
     d = os.path.join(work, "large")
     src = os.path.join(d, "src", "big.bin")
@@ -19,13 +20,14 @@ def ensure_large(args, work):
         sh(["rm", "-rf", d])
         os.makedirs(os.path.dirname(src))
         print(f"data: one member of {args.large_mib} MiB", flush=True)
-        block = os.urandom(16 << 20)
-        with open(src, "wb") as f:
-            for i in range((args.large_mib + 15) // 16):
-                f.write(block[i % 7:] + block[:i % 7])  # no two 16 MiB blocks alike
-            f.truncate(args.large_mib << 20)
-        sh([os.path.join(args.build, "mkpack"), "pack", "--no-fsync", os.path.dirname(src), pack],
-           stderr=subprocess.DEVNULL)
+        with ds.building("large member"):
+            block = os.urandom(16 << 20)
+            with open(src, "wb") as f:
+                for i in range((args.large_mib + 15) // 16):
+                    f.write(block[i % 7:] + block[:i % 7])  # no two 16 MiB blocks alike
+                f.truncate(args.large_mib << 20)
+            sh([os.path.join(args.build, "mkpack"), "pack", "--no-fsync", os.path.dirname(src),
+                pack], stderr=subprocess.DEVNULL)
         open(stamp, "w").close()
     return src, pack
 
@@ -40,7 +42,7 @@ def run_fio(job, file, offset, size, runtime=0, jobs=1):
 
 
 def bench_large(args, work, ds, rows):
-    src, pack = ensure_large(args, work)
+    src, pack = ensure_large(args, work, ds)
     shard, offset, size, _crc = out([os.path.join(args.build, "mkpack"), "resolve", pack,
                                      "big.bin"]).split("\t")
     offset, size = int(offset), int(size)
@@ -65,6 +67,11 @@ def bench_large(args, work, ds, rows):
             with open(fuse_bdi(m) + "/read_ahead_kb") as f:
                 ra_default = int(f.read())
         contenders[name] = (os.path.join(m, "big.bin"), 0)
+        if not mnts[1:]:  # the first mount: are these the right bytes at all?
+            if subprocess.run(["cmp", "-s", src, contenders[name][0]]).returncode != 0:
+                for mm in mnts:
+                    unmount(mm)
+                raise Broken(f"large: {contenders[name][0]} differs from {src}")
     rows.append({"bench": "large-meta", "size": size, "default_read_ahead_kb": ra_default,
                  "shard_offset": offset})
     jobs_list = (1,)

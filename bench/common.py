@@ -5,18 +5,25 @@ several benchmarks read.
 Nothing here measures anything by itself; each bench_*.py module times its own contenders.
 """
 import json
+import multiprocessing
 import os
 import random
 import shutil
 import statistics
 import subprocess
 import time
+from contextlib import contextmanager
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class TooSlow(Exception):
     """A contender ran past its time budget; the message says how far it got."""
+
+
+class Broken(Exception):
+    """The benchmark itself is broken (wrong bytes, packfs cannot mount or read): not a speed
+    finding. bench.py records it and exits non-zero, so CI fails on it (and never on speed)."""
 
 
 def sh(cmd, **kw):
@@ -144,23 +151,34 @@ def packfs_stats(mnt):
 
 # --- data sets ------------------------------------------------------------------------------------
 
-def make_small_files(dst, n, size_min, size_max, seed=1):
-    """n files of uniform random size in [size_min, size_max] bytes, 1000 per directory, with
-    incompressible contents; returns their relative paths in creation order."""
-    rnd = random.Random(seed)
+def _make_dir(job):
+    """One directory of make_small_files (a separate process: file creation is kernel time)."""
+    dst, d, first, count, size_min, size_max, seed = job
+    rnd = random.Random(f"{seed}/{d}")
     blob = os.urandom(size_max + 65536)
+    os.makedirs(os.path.join(dst, d), exist_ok=True)
     rel = []
-    for i in range(n):
-        d = "%04d" % (i // 1000)
-        if i % 1000 == 0:
-            os.makedirs(os.path.join(dst, d), exist_ok=True)
+    for i in range(first, first + count):
         size = rnd.randint(size_min, size_max)
         off = rnd.randint(0, 65536)
         name = f"{d}/{i:06d}.jpg"
-        with open(os.path.join(dst, name), "wb") as f:
-            f.write(blob[off:off + size])
+        fd = os.open(os.path.join(dst, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, blob[off:off + size])
+        finally:
+            os.close(fd)
         rel.append(name)
     return rel
+
+
+def make_small_files(dst, n, size_min, size_max, seed=1):
+    """n files of uniform random size in [size_min, size_max] bytes, 1000 per directory, with
+    incompressible contents (no two files alike); returns their relative paths in creation order.
+    Directories are written by one process per core."""
+    jobs = [(dst, "%04d" % (first // 1000), first, min(1000, n - first), size_min, size_max, seed)
+            for first in range(0, n, 1000)]
+    with multiprocessing.Pool(os.cpu_count() or 1) as pool:
+        return [name for rel in pool.map(_make_dir, jobs, chunksize=1) for name in rel]
 
 
 class Dataset:
@@ -171,12 +189,22 @@ class Dataset:
     def __init__(self, args, work):
         self.args = args
         self.work = work
+        self.timings = {}  # data set name -> seconds spent building it (reported per run)
         self.src = os.path.join(work, "src")
         self.packdir = os.path.join(work, "ds", "media")
         self.onezip = os.path.join(work, "one", "one.zip")
         self.squash = os.path.join(work, "img.squashfs")
         self.mkpack = os.path.join(args.build, "mkpack")
         self._stamp = os.path.join(work, "src.done")
+
+    @contextmanager
+    def building(self, name):
+        """Times the build of one data set into self.timings (shown in the report)."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[name] = round(self.timings.get(name, 0) + time.perf_counter() - t0, 1)
 
     def ensure_src(self):
         spec = f"{self.args.files} {self.args.size_min} {self.args.size_max}"
@@ -188,7 +216,9 @@ class Dataset:
                 os.path.exists(p) and os.remove(p))
         print(f"data: {self.args.files} files of {self.args.size_min}-{self.args.size_max} bytes",
               flush=True)
-        rel = make_small_files(self.src, self.args.files, self.args.size_min, self.args.size_max)
+        with self.building("small files"):
+            rel = make_small_files(self.src, self.args.files, self.args.size_min,
+                                   self.args.size_max)
         order = list(rel)
         random.Random(2).shuffle(order)
         with open(os.path.join(self.work, "order.txt"), "w") as f:
@@ -211,7 +241,9 @@ class Dataset:
         if not os.path.isdir(self.packdir):
             print("data: mkpack pack", flush=True)
             os.makedirs(os.path.dirname(self.packdir), exist_ok=True)
-            sh([self.mkpack, "pack", "--no-fsync", self.src, self.packdir], stderr=subprocess.DEVNULL)
+            with self.building("pack set"):
+                sh([self.mkpack, "pack", "--no-fsync", self.src, self.packdir],
+                   stderr=subprocess.DEVNULL)
         return self.packdir
 
     def extents(self):
@@ -231,8 +263,9 @@ class Dataset:
             print("data: one zip for fuse-zip/archivemount", flush=True)
             d = os.path.dirname(self.onezip)
             shutil.rmtree(d, ignore_errors=True)
-            sh([self.mkpack, "pack", "--no-fsync", "--no-catalog", "--max-members", "100000000",
-                "--max-pack-bytes", "1T", self.src, d], stderr=subprocess.DEVNULL)
+            with self.building("one zip"):
+                sh([self.mkpack, "pack", "--no-fsync", "--no-catalog", "--max-members",
+                    "100000000", "--max-pack-bytes", "1T", self.src, d], stderr=subprocess.DEVNULL)
             os.rename(os.path.join(d, "pack-0000.zip"), self.onezip)
         return self.onezip
 
@@ -240,6 +273,30 @@ class Dataset:
         self.ensure_src()
         if not os.path.exists(self.squash):
             print("data: mksquashfs (uncompressed)", flush=True)
-            sh(["mksquashfs", self.src, self.squash, "-noI", "-noD", "-noF", "-noX", "-no-xattrs",
-                "-quiet", "-no-progress"])
+            with self.building("squashfs image"):
+                sh(["mksquashfs", self.src, self.squash, "-noI", "-noD", "-noF", "-noX",
+                    "-no-xattrs", "-quiet", "-no-progress"])
         return self.squash
+
+    def pack_input(self):
+        """The input of the writing benchmark: the first --pack-files files of src/ (whole
+        directories of 1000), hard-linked into packsrc/ so every writer reads the same inodes
+        (cold means cold) while a run writes a third of the data set, not all of it, 3 times
+        per writer and cache state. (src itself when --pack-files covers it.)"""
+        self.ensure_src()
+        want = min(self.args.pack_files, self.args.files)
+        if want >= self.args.files:
+            return self.src, self.args.files
+        dirs = sorted(os.listdir(self.src))[:max(1, (want + 999) // 1000)]
+        dst = os.path.join(self.work, "packsrc")
+        stamp = dst + ".done"
+        spec = " ".join(dirs)
+        if not (os.path.exists(stamp) and open(stamp).read() == spec):
+            shutil.rmtree(dst, ignore_errors=True)
+            with self.building("pack input (hard links)"):
+                os.makedirs(dst)
+                sh(["cp", "-al"] + [os.path.join(self.src, d) for d in dirs] + [dst + "/"])
+            with open(stamp, "w") as f:
+                f.write(spec)
+        n = sum(len(os.listdir(os.path.join(dst, d))) for d in dirs)
+        return dst, n

@@ -6,13 +6,18 @@
 //       open, read to EOF, close. --scan first lists every directory under DIR (readdir only,
 //       as image-folder datasets do) and times that apart from the reads.
 //   readfiles --pread FILE [--threads N] [--budget SECONDS]
-//       FILE lines are SHARD<TAB>OFFSET<TAB>SIZE: positioned reads of exactly those bytes from
-//       shards opened once before the clock starts (the physical limit for a pack set).
+//       FILE lines are SHARD<TAB>OFFSET<TAB>SIZE[<TAB>KEY]: positioned reads of exactly those
+//       bytes from shards opened once before the clock starts (the physical limit for a pack set).
+//   --verify DIR (either mode; a check, not a measurement): compares every file read with the
+//       file of the same relative path (pread mode: KEY) under DIR; a difference is a mismatch.
 //
 // N threads take the next item from one shared counter, so the order of the list is the order
 // the reads are issued in. After --budget seconds the threads stop and the pass is reported as
-// incomplete (a contender that is too slow is recorded, not waited for). Prints one JSON object:
-// files, bytes, errors, seconds, files_per_s, mib_per_s, complete, scan_seconds, scan_entries.
+// incomplete (a contender that is too slow is recorded, not waited for); a thread stuck in one
+// read for another max(1 s, budget/5) is abandoned: the figures so far are printed and the
+// process exits without joining it. Prints one JSON object: files, bytes, errors, mismatches,
+// seconds, files_per_s, mib_per_s, complete, abandoned, scan_seconds, scan_entries.
+// Exit status: 0 all read, 1 read errors, 2 usage or list errors, 3 mismatches (wrong bytes).
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -22,6 +27,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +35,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,6 +51,7 @@ struct Options {
   int threads = 1;
   bool scan = false;
   double budget_s = 0;  // 0: no budget
+  std::string verify_root;  // empty: no byte check
 };
 
 // One positioned read of the raw-pread mode; `fd` indexes Job::fds.
@@ -51,21 +59,26 @@ struct Extent {
   size_t fd = 0;
   uint64_t offset = 0;
   uint64_t size = 0;
+  std::string key;  // relative path of the same bytes as a loose file (for --verify)
 };
 
 // Everything one pass reads. Filled before the clock starts; read-only while threads run.
 struct Job {
   std::vector<std::string> paths;  // path mode: absolute paths
+  std::vector<std::string> rel;    // path mode: the paths as listed (for --verify)
   std::vector<Extent> extents;     // pread mode
   std::vector<int> fds;            // pread mode: one fd per shard, closed at exit
   size_t count() const { return paths.empty() ? extents.size() : paths.size(); }
 };
 
-// Per-thread tallies, merged after join (no shared counters on the hot path but the index).
+// Per-thread tallies (no shared counters on the hot path but the index). Relaxed atomics only
+// because the main thread may read them while an abandoned worker is still stuck in a read.
 struct Tally {
-  uint64_t files = 0;
-  uint64_t bytes = 0;
-  uint64_t errors = 0;
+  std::atomic<uint64_t> files{0};
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> errors{0};
+  std::atomic<uint64_t> mismatches{0};
+  void Add(std::atomic<uint64_t>& c, uint64_t n) { c.fetch_add(n, std::memory_order_relaxed); }
 };
 
 [[noreturn]] void Usage(const char* why) {
@@ -90,6 +103,7 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--threads") o.threads = std::atoi(value().c_str());
     else if (a == "--budget") o.budget_s = std::atof(value().c_str());
     else if (a == "--scan") o.scan = true;
+    else if (a == "--verify") o.verify_root = value();
     else Usage(("unknown argument " + a).c_str());
   }
   if (o.threads < 1 || o.threads > 1024) Usage("--threads must be 1..1024");
@@ -107,7 +121,9 @@ bool LoadPaths(const Options& o, Job* job) {
     return false;
   }
   for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) job->paths.push_back(o.root + "/" + line);
+    if (line.empty()) continue;
+    job->paths.push_back(o.root + "/" + line);
+    job->rel.push_back(line);
   }
   return true;
 }
@@ -122,6 +138,14 @@ bool LoadExtents(const Options& o, Job* job) {
   std::map<std::string, size_t> shard_index;
   for (std::string line; std::getline(in, line);) {
     if (line.empty()) continue;
+    std::string key;
+    size_t t3 = line.find('\t');
+    t3 = t3 == std::string::npos ? t3 : line.find('\t', t3 + 1);
+    t3 = t3 == std::string::npos ? t3 : line.find('\t', t3 + 1);
+    if (t3 != std::string::npos) {  // optional fourth column: the key
+      key = line.substr(t3 + 1);
+      line.resize(t3);
+    }
     size_t t2 = line.rfind('\t');
     size_t t1 = t2 == std::string::npos || t2 == 0 ? std::string::npos : line.rfind('\t', t2 - 1);
     if (t1 == std::string::npos) {
@@ -144,6 +168,7 @@ bool LoadExtents(const Options& o, Job* job) {
     e.fd = it->second;
     e.offset = std::strtoull(line.c_str() + t1 + 1, nullptr, 10);
     e.size = std::strtoull(line.c_str() + t2 + 1, nullptr, 10);
+    e.key = std::move(key);
     job->extents.push_back(e);
   }
   return true;
@@ -176,8 +201,9 @@ uint64_t Scan(const std::string& dir) {
   return entries;
 }
 
-// Reads one file whole; returns its size, or -1 (counted as an error) on failure.
-int64_t ReadWhole(const std::string& path, char* buf, size_t cap) {
+// Reads one file whole; returns its size, or -1 (counted as an error) on failure. With `keep`,
+// appends the bytes to it (verification only: copying is not part of what is measured).
+int64_t ReadWhole(const std::string& path, char* buf, size_t cap, std::string* keep = nullptr) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
   int64_t total = 0;
@@ -190,21 +216,30 @@ int64_t ReadWhole(const std::string& path, char* buf, size_t cap) {
     }
     if (n == 0) break;
     total += n;
+    if (keep) keep->append(buf, static_cast<size_t>(n));
   }
   ::close(fd);
   return total;
 }
 
-int64_t PreadExtent(const Job& job, const Extent& e, char* buf, size_t cap) {
+int64_t PreadExtent(const Job& job, const Extent& e, char* buf, size_t cap,
+                    std::string* keep = nullptr) {
   uint64_t done = 0;
   while (done < e.size) {
     size_t want = static_cast<size_t>(std::min<uint64_t>(cap, e.size - done));
     ssize_t n = ::pread(job.fds[e.fd], buf, want, static_cast<off_t>(e.offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return -1;
+    if (keep) keep->append(buf, static_cast<size_t>(n));
     done += static_cast<uint64_t>(n);
   }
   return static_cast<int64_t>(done);
+}
+
+// True when `got` equals the whole content of `expected_path`.
+bool SameAsFile(const std::string& got, const std::string& expected_path, char* buf, size_t cap) {
+  std::string want;
+  return ReadWhole(expected_path, buf, cap, &want) >= 0 && want == got;
 }
 
 }  // namespace
@@ -226,6 +261,10 @@ int main(int argc, char** argv) {
   std::atomic<size_t> next{0};
   std::atomic<bool> stop{false};
   std::vector<Tally> tallies(static_cast<size_t>(opt.threads));
+  const bool verify = !opt.verify_root.empty();
+  std::mutex done_mu;
+  std::condition_variable done_cv;
+  int running = opt.threads;  // guarded by done_mu
   const auto start = Clock::now();
   const auto deadline =
       start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
@@ -237,38 +276,69 @@ int main(int argc, char** argv) {
     while (!stop.load(std::memory_order_relaxed)) {
       size_t i = next.fetch_add(1, std::memory_order_relaxed);
       if (i >= n) break;
-      int64_t got = job.paths.empty() ? PreadExtent(job, job.extents[i], buf.get(), kBuf)
-                                      : ReadWhole(job.paths[i], buf.get(), kBuf);
+      std::string content;
+      std::string* keep = verify ? &content : nullptr;
+      int64_t got = job.paths.empty() ? PreadExtent(job, job.extents[i], buf.get(), kBuf, keep)
+                                      : ReadWhole(job.paths[i], buf.get(), kBuf, keep);
       if (got < 0) {
-        ++t->errors;
+        t->Add(t->errors, 1);
       } else {
-        ++t->files;
-        t->bytes += static_cast<uint64_t>(got);
+        if (verify) {
+          const std::string& rel = job.paths.empty() ? job.extents[i].key : job.rel[i];
+          if (rel.empty() || !SameAsFile(content, opt.verify_root + "/" + rel, buf.get(), kBuf)) {
+            std::fprintf(stderr, "readfiles: wrong bytes for %s\n",
+                         job.paths.empty() ? rel.c_str() : job.paths[i].c_str());
+            t->Add(t->mismatches, 1);
+          }
+        }
+        t->Add(t->files, 1);
+        t->Add(t->bytes, static_cast<uint64_t>(got));
       }
       if (opt.budget_s > 0 && Clock::now() > deadline) stop.store(true);
     }
+    std::lock_guard<std::mutex> lock(done_mu);
+    if (--running == 0) done_cv.notify_all();
   };
   std::vector<std::thread> threads;
   for (auto& t : tallies) threads.emplace_back(worker, &t);
-  for (auto& t : threads) t.join();
-  const double secs = std::chrono::duration<double>(Clock::now() - start).count();
-  for (int fd : job.fds) ::close(fd);
-
-  Tally sum;
-  for (const Tally& t : tallies) {
-    sum.files += t.files;
-    sum.bytes += t.bytes;
-    sum.errors += t.errors;
+  bool abandoned = false;
+  {
+    // A FUSE contender can take seconds or minutes for one file (archivemount): past the
+    // budget plus a grace period, report what finished rather than wait for the stuck read.
+    std::unique_lock<std::mutex> lock(done_mu);
+    if (opt.budget_s > 0) {
+      const auto grace = std::chrono::duration<double>(std::max(1.0, opt.budget_s / 5));
+      abandoned = !done_cv.wait_until(
+          lock, deadline + std::chrono::duration_cast<Clock::duration>(grace),
+          [&] { return running == 0; });
+    } else {
+      done_cv.wait(lock, [&] { return running == 0; });
+    }
   }
-  const bool complete = sum.files + sum.errors == n;
+  const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+
+  uint64_t files = 0, bytes = 0, errors = 0, mismatches = 0;
+  for (const Tally& t : tallies) {
+    files += t.files.load(std::memory_order_relaxed);
+    bytes += t.bytes.load(std::memory_order_relaxed);
+    errors += t.errors.load(std::memory_order_relaxed);
+    mismatches += t.mismatches.load(std::memory_order_relaxed);
+  }
+  const bool complete = files + errors == n;
   std::printf(
       "{\"mode\":\"%s\",\"threads\":%d,\"listed\":%zu,\"files\":%llu,\"bytes\":%llu,"
-      "\"errors\":%llu,\"seconds\":%.6f,\"files_per_s\":%.1f,\"mib_per_s\":%.2f,"
-      "\"complete\":%s,\"scan_seconds\":%.6f,\"scan_entries\":%llu}\n",
-      job.paths.empty() ? "pread" : "path", opt.threads, n,
-      static_cast<unsigned long long>(sum.files), static_cast<unsigned long long>(sum.bytes),
-      static_cast<unsigned long long>(sum.errors), secs, secs > 0 ? sum.files / secs : 0.0,
-      secs > 0 ? sum.bytes / secs / (1024.0 * 1024.0) : 0.0, complete ? "true" : "false",
-      scan_s, static_cast<unsigned long long>(scan_entries));
-  return sum.errors == 0 ? 0 : 1;
+      "\"errors\":%llu,\"mismatches\":%llu,\"seconds\":%.6f,\"files_per_s\":%.1f,"
+      "\"mib_per_s\":%.2f,\"complete\":%s,\"abandoned\":%s,\"scan_seconds\":%.6f,"
+      "\"scan_entries\":%llu}\n",
+      job.paths.empty() ? "pread" : "path", opt.threads, n, static_cast<unsigned long long>(files),
+      static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(errors),
+      static_cast<unsigned long long>(mismatches), secs, secs > 0 ? files / secs : 0.0,
+      secs > 0 ? bytes / secs / (1024.0 * 1024.0) : 0.0, complete ? "true" : "false",
+      abandoned ? "true" : "false", scan_s, static_cast<unsigned long long>(scan_entries));
+  std::fflush(stdout);
+  const int status = mismatches ? 3 : errors ? 1 : 0;
+  if (abandoned) std::_Exit(status);  // joining would wait for the stuck read
+  for (auto& t : threads) t.join();
+  for (int fd : job.fds) ::close(fd);
+  return status;
 }

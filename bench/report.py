@@ -98,17 +98,31 @@ def small_tables(s, lines):
 
 
 def packfs_requests(rows):
-    """Median request counts per file of packfs cold passes, by pattern, 8 threads."""
+    """Per pattern, from the `user.packfs.stats` deltas of packfs cold passes: median requests
+    per file read by kind (kinds seen at least once per 1000 files), and the shards used of all
+    shards plus the errors, summed over the passes."""
     out = {}
     for pattern in ("path", "scan"):
         per = collections.defaultdict(list)
+        used, errors, passes = set(), 0, 0
         for r in rows:
-            if r.get("bench") == "small" and r.get("contender") == "packfs" and \
-                    r.get("cache") == "cold" and r.get("pattern") == pattern and r.get("requests"):
-                for k, v in r["requests"].items():
-                    per[k].append(v / max(r["files"], 1))
+            if r.get("bench") != "small" or r.get("contender") != "packfs" or \
+                    r.get("cache") != "cold" or r.get("pattern") != pattern:
+                continue
+            st = r.get("packfs_stats") or ({"requests": r["requests"]} if r.get("requests")
+                                           else None)  # results from before 2026-11-29 12:00
+            if not st:
+                continue
+            passes += 1
+            errors += st.get("errors", 0)
+            if st.get("shards_used") is not None:
+                used.add((st["shards_used"], st.get("shards")))
+            for k, v in st["requests"].items():
+                per[k].append(v / max(r["files"], 1))
         if per:
-            out[pattern] = {k: round(med(v), 3) for k, v in per.items()}
+            reqs = {k: med(v + [0] * (passes - len(v))) for k, v in per.items()}
+            out[pattern] = {"requests": {k: round(v, 3) for k, v in reqs.items() if v >= 0.001},
+                            "shards": max(used) if used else None, "errors": errors}
     return out
 
 
@@ -182,9 +196,9 @@ def targets(rows, s):
         v = med([r["rss_first_mib"] for r in rs])
         check("catalog mount: RSS at first stat ≤ 64 MB" + note, v,
               lambda x: x * 1.048576 <= 64, f"{v:.1f} MiB")
-        v = med([r["find_s"] for r in rs])
+        v = med([r["find_s"] for r in rs if r.get("find_s") is not None])
         check("catalog mount: `find MNT | wc -l` ≤ 5 s" + note, v, lambda x: x <= 5,
-              f"{v:.2f} s")
+              f"{v:.2f} s" if v is not None else "too slow")
     return res
 
 
@@ -237,6 +251,19 @@ def write(json_path):
          "this run. The machine is shared: compare within a run, not across runs.", ""]
     if meta.get("failed"):
         L += [f"**Benchmarks that failed:** {', '.join(meta['failed'])}", ""]
+        L += [f"- {why}" for why in meta.get("broken", [])] + [""]
+    if meta.get("bench_seconds"):
+        L += ["Duration per benchmark (s, including the data it built first): " + ", ".join(
+            f"{k} {v:.0f}" for k, v in meta["bench_seconds"].items()) + "; of that, building "
+            "data: " + (", ".join(f"{k} {v:.0f}" for k, v in meta.get("data_seconds", {}).items())
+                        or "none (reused)") + ".", ""]
+    checks = [r for r in rows if r.get("bench") == "check"]
+    if checks:
+        L += ["Byte check before measuring (`readfiles --verify` against the loose files): " +
+              ", ".join(f"{r['contender']} " + (r["dead"] if r.get("dead") else
+                        f"{r['files']} files, {r['mismatches']} wrong"
+                        + (f", {r['errors']} errors" if r["errors"] else ""))
+                        for r in checks) + ".", ""]
     tg = targets(rows, s)
     if tg:
         L += ["## Targets (issues 2 and 3)", "", "| target | measured | verdict |", "|---|---|---|"]
@@ -259,9 +286,12 @@ def write(json_path):
         small_tables(s, L)
         req = packfs_requests(rows)
         if req:
-            L += ["packfs requests per file read (cold, from `user.packfs.stats`, median): " +
-                  "; ".join(f"{pat}: " + ", ".join(f"{k} {v}" for k, v in d.items())
-                            for pat, d in req.items()), ""]
+            L += ["packfs requests per file read (cold passes, from `user.packfs.stats`, median; "
+                  "kinds under 0.001 left out): " + "; ".join(
+                      f"{pat}: " + ", ".join(f"{k} {v}" for k, v in d["requests"].items()) +
+                      (f" (shards used: {d['shards'][0]} of {d['shards'][1]}" if d["shards"]
+                       else " (") + f", errors: {d['errors']})"
+                      for pat, d in req.items()), ""]
     large = group(rows, "large", "job", "cache", "contender", field="MBps")
     if large:
         lm = next((r for r in rows if r.get("bench") == "large-meta"), {})
@@ -299,10 +329,11 @@ def write(json_path):
             if not ok:
                 L.append(f"| {n} | {c} | {rs[0].get('too_slow') or rs[0].get('failed')} | | | |")
                 continue
-            f = lambda k: med([r.get(k) for r in ok])  # noqa: E731
-            L.append(f"| {n} | {c} | {f('first_stat_s'):.3f} | {f('rss_first_mib'):.1f} | "
-                     + (f"{f('find_s'):.2f}" if f('find_s') is not None else "too slow")
-                     + f" | {f('rss_peak_mib'):.1f} |")
+            f = lambda k: med([r[k] for r in ok if r.get(k) is not None])  # noqa: E731
+            slow = next((r["find_too_slow"] for r in ok if r.get("find_too_slow")), "too slow")
+            L.append(f"| {n} | {c} | {f('first_stat_s'):.3f} | {f('rss_first_mib') or 0:.1f} | "
+                     + (f"{f('find_s'):.2f}" if f('find_s') is not None else slow)
+                     + " | " + (f"{f('rss_peak_mib'):.1f}" if f('rss_peak_mib') else "—") + " |")
         conts = list(dict.fromkeys(c for _, c in by))
         ns = sorted({n for n, _ in by})
         png = chart(base + "-mount.png", "Mount start: time to first stat (s)", "seconds",
@@ -312,7 +343,11 @@ def write(json_path):
         L += [""] + ([f"![mount start]({png})", ""] if png else [])
     pack = group(rows, "pack", "cache", "contender")
     if pack:
-        L += ["## Writing and checking", "", "| contender | cold (s) | warm (s) | × mkpack cold | "
+        pin = next((r for r in rows if r.get("bench") == "pack"), {})
+        L += ["## Writing and checking", "",
+              f"Input: {pin.get('files')} of the small files ({pin.get('bytes', 0) / 2**20:.0f} "
+              "MiB), each writer followed by `sync`; cold = dropped page cache first.", "",
+              "| contender | cold (s) | warm (s) | × mkpack cold | "
               "× mkpack warm |", "|---|---|---|---|---|"]
         for c in dict.fromkeys(k[1] for k in pack):
             co, wa = med(pack.get(("cold", c), [])), med(pack.get(("warm", c), []))

@@ -11,11 +11,14 @@ if [[ "${1:-}" == "--bench" ]]; then
   pkgs+=(fio fuse-zip archivemount squashfs-tools squashfuse gnuplot-nox hyperfine time)
 fi
 
+# One dpkg-query for all packages (it prints nothing for packages it has never heard of).
+declare -A installed=()
+while read -r name status; do
+  [[ "$status" == "install ok installed" ]] && installed[${name%%:*}]=1
+done < <(dpkg-query -W -f='${Package} ${Status}\n' "${pkgs[@]}" 2>/dev/null || true)
 missing=()
 for p in "${pkgs[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
+  [[ -n "${installed[$p]:-}" ]] || missing+=("$p")
 done
 if ((${#missing[@]} == 0)); then
   exit 0

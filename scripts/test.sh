@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Runs the packfs test suite: installs dependencies, builds with g++ (-Werror) and runs ctest, then
-# builds with clang under AddressSanitizer + UndefinedBehaviorSanitizer and runs ctest again.
-# Usage: scripts/test.sh [--fast]   (--fast: the g++ build only)
+# Runs the packfs test suite: installs dependencies (with the benchmark contenders), builds with
+# g++ (-Werror) and runs ctest, then builds with clang under AddressSanitizer + UndefinedBehavior-
+# Sanitizer and runs ctest again, then runs the quick benchmark as a smoke test.
+# Usage: scripts/test.sh [--fast]   (--fast: the g++ build, its tests and the quick bench)
+# The quick bench (bench/run.sh --quick, about a minute) reuses the g++ build and writes its
+# results to a temporary directory, not bench/results/. It fails only when the bench breaks
+# (a crash, wrong bytes from any contender, packfs failing to mount or read), never on speed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+scripts/install-deps.sh --bench
 
 jobs=$(nproc)
 echo "== g++ build (-Wall -Wextra -Werror)"
@@ -20,3 +24,13 @@ if [[ "${1:-}" != "--fast" ]]; then
      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 PACKFS_SANITIZED=1 \
      ctest --output-on-failure -j "$jobs")
 fi
+
+echo "== quick bench (smoke test: checks bytes, never speed)"
+results=$(mktemp -d /tmp/packfs-bench-results.XXXXXX)
+trap 'rm -rf "$results"' EXIT
+if ! bench/run.sh --quick --build build-ci --out "$results" > "$results/log" 2>&1; then
+  cat "$results/log"
+  echo "quick bench FAILED (see above; BROKEN lines say why)" >&2
+  exit 1
+fi
+tail -n 1 "$results/log"
