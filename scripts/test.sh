@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the packfs test suite: installs dependencies (with the benchmark contenders), builds with
 # g++ (-Werror) and runs ctest, then builds with clang under AddressSanitizer + UndefinedBehavior-
-# Sanitizer and runs ctest again, then runs the quick benchmark as a smoke test.
+# Sanitizer and runs ctest again, runs each libFuzzer target briefly, then runs the quick
+# benchmark as a smoke test.
 # Usage: scripts/test.sh [--fast]   (--fast: the g++ build, its tests and the quick bench)
 # The quick bench (bench/run.sh --quick, about a minute) reuses the g++ build and writes its
 # results to a temporary directory, not bench/results/. It fails only when the bench breaks
@@ -20,9 +21,20 @@ if [[ "${1:-}" != "--fast" ]]; then
   echo "== clang build with ASan + UBSan (-Werror)"
   CC=clang CXX=clang++ scripts/build.sh build-asan -DPACKFS_WERROR=ON -DPACKFS_SANITIZE=ON
   echo "== tests (clang, ASan + UBSan)"
-  (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 PACKFS_SANITIZED=1 \
-     ctest --output-on-failure -j "$jobs")
+  # Sanitizer reports also go to files: a daemonized packfs has no stderr, so without a log
+  # path its findings would be lost. Any report file fails the run.
+  sanlogs=$(mktemp -d /tmp/packfs-sanitizer.XXXXXX)
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:log_path=$sanlogs/asan \
+     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$sanlogs/ubsan PACKFS_SANITIZED=1 \
+     ctest --output-on-failure -j "$jobs") || { cat "$sanlogs"/* 2>/dev/null; exit 1; }
+  if compgen -G "$sanlogs/*" > /dev/null; then
+    cat "$sanlogs"/*
+    echo "sanitizer reports above (from a test or a daemonized packfs)" >&2
+    exit 1
+  fi
+  rm -rf "$sanlogs"
+  echo "== fuzzing (each target ${PACKFS_FUZZ_SECONDS:-45} s; scripts/fuzz.sh for longer runs)"
+  scripts/fuzz.sh "${PACKFS_FUZZ_SECONDS:-45}"
 fi
 
 echo "== quick bench (smoke test: checks bytes, never speed)"
