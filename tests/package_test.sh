@@ -71,8 +71,12 @@ echo "Depends: $depends"
 dep_names=$(tr ',' '\n' <<<"$depends" | sed 's/(.*//; s/ //g')
 grep -qx fuse3 <<<"$dep_names" || die "Depends lacks fuse3"
 for lib in $(ldd "$build/packfs" "$build/mkpack" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u); do
-  owner=$(dpkg -S "$(readlink -f "$lib")" 2>/dev/null | head -n1 | cut -d: -f1) ||
-    owner=$(dpkg -S "$lib" 2>/dev/null | head -n1 | cut -d: -f1)
+  # dpkg knows a library by the path its package ships (/lib/... or /usr/lib/... on a merged /usr).
+  owner=""
+  for path in "$lib" "$(readlink -f "$lib")" "/usr$lib" "${lib#/usr}"; do
+    owner=$(dpkg -S "$path" 2>/dev/null | head -n1 | cut -d: -f1)
+    [[ -n $owner ]] && break
+  done
   [[ -n $owner ]] || die "no Debian package owns $lib (needed by packfs or mkpack)"
   grep -qx "$owner" <<<"$dep_names" || die "$lib comes from package $owner, which Depends does not list"
 done
