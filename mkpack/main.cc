@@ -7,7 +7,8 @@
 int main(int argc, char** argv) {
   CLI::App app{"mkpack: write and check packfs pack sets (STORED zip shards + SQLite catalog)"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("mkpack ") + PACKFS_VERSION + " (" + PACKFS_GIT_REV + ")");
+  app.set_version_flag("--version", std::string("mkpack ") + PACKFS_VERSION + " (git " +
+                                        PACKFS_GIT_REV + ")");
   int exit_code = packfs::mkpack::kExitOk;
   packfs::mkpack::RegisterPack(app, &exit_code);
   packfs::mkpack::RegisterCatalog(app, &exit_code);
