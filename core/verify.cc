@@ -34,7 +34,8 @@ Status CheckMemberCrcs(const ShardSource& src, const std::vector<ZipMember>& mem
   std::sort(order.begin(), order.end(),
             [](const ZipMember* a, const ZipMember* b) { return a->data_offset < b->data_offset; });
 
-  std::vector<uint8_t> buf(kWindow);
+  // A small shard needs no more than its own size (and no 8 MiB of zeroed memory per call).
+  std::vector<uint8_t> buf(static_cast<size_t>(std::clamp<uint64_t>(src.size(), 1, kWindow)));
   uint64_t win_start = 0, win_len = 0;  // bytes of the shard currently in buf
   for (const ZipMember* m : order) {
     uint32_t crc = 0;

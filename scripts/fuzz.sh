@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of tests/fuzz (clang, ASan + UBSan) and runs each for a bounded
+# time, starting from the checked-in seeds (plus the broken-archive fixtures when present). The
+# seeds are never modified: new inputs go to a scratch corpus. A crash stops the run with the
+# reproducer path; turn it into a regression test (see tests/fuzz/README.md).
+# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]   (default 60 s, every *_fuzz target)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-60}
+shift || true
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+  -DCMAKE_CXX_COMPILER=clang++ -DPACKFS_FUZZ=ON -DPACKFS_WERROR=ON >/dev/null
+if [[ $# -gt 0 ]]; then
+  targets=("$@")
+else
+  targets=()
+  for f in tests/fuzz/*_fuzz.cc; do targets+=("$(basename "$f" .cc)"); done
+fi
+cmake --build build-fuzz --target "${targets[@]}"
+fixtures=${PACKFS_FIXTURES_DIR:-../shared/fixtures}
+work=$(mktemp -d /tmp/packfs-fuzz.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+for t in "${targets[@]}"; do
+  name=${t%_fuzz}
+  mkdir -p "$work/$name" "$work/$name-artifacts"
+  cp tests/fuzz/corpus/"$name"/* "$work/$name"/ 2>/dev/null || true
+  if [[ $name == zip_index && -d $fixtures/interop ]]; then
+    find "$fixtures/interop" -name '*.zip' -size -64k -exec cp -t "$work/$name" {} + 2>/dev/null || true
+  fi
+  echo "== $t for ${secs}s ($(ls "$work/$name" | wc -l) seeds)"
+  if ! ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      build-fuzz/tests/fuzz/"$t" -max_total_time="$secs" -max_len=65536 -timeout=20 -rss_limit_mb=2048 \
+      -print_final_stats=1 -artifact_prefix="$work/$name-artifacts/" "$work/$name" \
+      >"$work/$name.log" 2>&1; then
+    tail -40 "$work/$name.log"
+    mkdir -p fuzz-crashes
+    cp "$work/$name-artifacts"/* fuzz-crashes/ 2>/dev/null || true
+    echo "fuzz: $t found a failure; reproducer(s) copied to fuzz-crashes/" >&2
+    exit 1
+  fi
+  grep -E "stat::number_of_executed_units|cov:" "$work/$name.log" | tail -2
+done
