@@ -255,6 +255,12 @@ Status WriteMembers(ZipWriter& w, const std::vector<PackInput>& inputs, const Pl
 
 Status WriteShards(const std::string& dir, const std::vector<PackInput>& inputs,
                    const PackPlan& plan, const PackOptions& opts, const ProgressFn& progress) {
+  return WriteShards(dir, inputs, plan, opts, progress, nullptr);
+}
+
+Status WriteShards(const std::string& dir, const std::vector<PackInput>& inputs,
+                   const PackPlan& plan, const PackOptions& opts, const ProgressFn& progress,
+                   std::vector<ShardContent>* written) {
   std::unique_ptr<Prefetcher> pre;
   if (opts.jobs > 1) {
     std::vector<size_t> order;
@@ -290,6 +296,16 @@ Status WriteShards(const std::string& dir, const std::vector<PackInput>& inputs,
     }
     PACKFS_RETURN_IF_ERROR(RenameNoReplace(temp_path, final_path));
     if (opts.sync) PACKFS_RETURN_IF_ERROR(SyncDir(dir));
+    if (written != nullptr) {
+      PACKFS_ASSIGN_OR_RETURN(FileStat fst, StatFile(final_path));
+      ShardContent c;
+      c.info.name = ps.name;
+      c.info.size = fst.size;
+      c.info.mtime_ns = fst.mtime_ns;
+      c.index = w->index();
+      c.info.fingerprint = c.index.fingerprint;
+      written->push_back(std::move(c));
+    }
     ++prog.shards;
     if (progress) progress(prog);
   }

@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/catalog.h"
 #include "core/pack_input.h"
 #include "core/status.h"
 #include "core/zip_writer.h"
@@ -110,5 +111,11 @@ using ProgressFn = std::function<void(const WriteProgress&)>;
 // input problems, the input file. `progress` (may be empty) is called after each member.
 Status WriteShards(const std::string& dir, const std::vector<PackInput>& inputs,
                    const PackPlan& plan, const PackOptions& opts, const ProgressFn& progress);
+// The same, also appending each completed shard's content to *written (its name, size and
+// mtime as stat(2) sees it after the rename, and the index a reader would build from it), so a
+// catalog can be written without reading the shards back (BuildNodes + WriteCatalog).
+Status WriteShards(const std::string& dir, const std::vector<PackInput>& inputs,
+                   const PackPlan& plan, const PackOptions& opts, const ProgressFn& progress,
+                   std::vector<ShardContent>* written);
 
 }  // namespace packfs

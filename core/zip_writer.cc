@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <ctime>
 
+#include <xxhash.h>
+
 #include "core/byte_reader.h"
 #include "core/crc32.h"
 #include "core/zip_format.h"
@@ -28,6 +30,18 @@ bool IsAscii(std::string_view s) {
     if (static_cast<uint8_t>(c) >= 0x80) return false;
   }
   return true;
+}
+
+// The mtime a reader derives from a DOS date/time field (UTC), as ReadZipIndex does.
+int64_t DosToUnixUtc(uint32_t dos) {
+  std::tm tm{};
+  tm.tm_sec = static_cast<int>(dos & 0x1F) * 2;
+  tm.tm_min = static_cast<int>((dos >> 5) & 0x3F);
+  tm.tm_hour = static_cast<int>((dos >> 11) & 0x1F);
+  tm.tm_mday = static_cast<int>((dos >> 16) & 0x1F);
+  tm.tm_mon = static_cast<int>((dos >> 21) & 0x0F) - 1;
+  tm.tm_year = static_cast<int>(dos >> 25) + 80;
+  return static_cast<int64_t>(timegm(&tm));
 }
 
 }  // namespace
@@ -268,6 +282,16 @@ void ZipWriter::AppendCentral(const ZipMemberSpec& spec, const ZipPlacement& pl,
   bool far = pl.local_header_offset >= zip::k32Max;
   uint16_t needed = (big || far) ? zip::kVersionNeeded45 : zip::kVersionNeeded20;
   uint32_t dos = DosDateTimeUtc(spec.mtime);
+  ZipMember m;
+  m.name.assign(spec.name);
+  m.local_header_offset = pl.local_header_offset;
+  m.data_offset = pl.data_offset;
+  m.size = spec.size;
+  m.crc32 = crc;
+  m.mode = S_IFREG | (spec.mode & 07777);
+  // The UT extra's field is a signed 32-bit value; ZipLayout writes it only when it fits.
+  m.mtime = ZipLayout::HasUnixTime(spec.mtime) ? spec.mtime : DosToUnixUtc(dos);
+  index_.members.push_back(std::move(m));
   w.U32(zip::kCentralSig);
   w.U16(static_cast<uint16_t>(zip::kVersionMadeByUnix | needed));
   w.U16(needed);
@@ -309,6 +333,10 @@ Status ZipWriter::Finish(bool sync) {
   uint64_t cd_offset = layout_.offset();
   uint64_t cd_size = central_.size();
   uint64_t entries = layout_.count();
+  index_.cd_offset = cd_offset;
+  index_.cd_size = cd_size;
+  index_.cd_entries = entries;
+  index_.fingerprint = XXH3_64bits(central_.data(), central_.size());
   PACKFS_RETURN_IF_ERROR(Write(central_));
   std::vector<uint8_t> end;
   ByteWriter w(&end);

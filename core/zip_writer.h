@@ -23,6 +23,7 @@
 
 #include "core/status.h"
 #include "core/unique_fd.h"
+#include "core/zip_reader.h"
 
 namespace packfs {
 
@@ -96,6 +97,9 @@ class ZipWriter {
   Status Finish(bool sync);
 
   const ZipLayout& layout() const { return layout_; }
+  // What ReadZipIndex would return for the finished shard (members, directory offset, size,
+  // entry count, fingerprint), known without reading the file back. Valid after Finish().
+  const ZipIndex& index() const { return index_; }
   const std::string& display_name() const { return name_; }
 
  private:
@@ -115,6 +119,7 @@ class ZipWriter {
   uint64_t synced_to_ = 0;       // start of the range not yet submitted for writeback
   std::vector<uint8_t> central_; // the central directory, built as members are added
   ZipLayout layout_;
+  ZipIndex index_;               // members as a reader will see them; completed by Finish
 
   // The member being streamed.
   bool in_member_ = false;

@@ -32,7 +32,7 @@ struct PackArgs {
   std::string files_from;
   std::string missing = "error";
   std::string refs_out;
-  int jobs = 1;
+  int jobs = 0;  // 0: auto (kAutoJobs)
   bool follow_symlinks = false;
   bool json = false;
   bool no_catalog = false;
@@ -41,6 +41,11 @@ struct PackArgs {
 };
 
 using Clock = std::chrono::steady_clock;
+
+// Default reader threads. Cold small-file reads are latency bound and the virtio SSD serves
+// many requests at once: on 100k files of 4-32 KiB, 8 readers cut the cold pack from 55.6 s
+// (1 reader) to 20.4 s; the readers mostly sleep in I/O, so more threads than cores is right.
+constexpr int kAutoJobs = 8;
 
 // "4294967296", "4G", "512MiB", "1.5G" (binary units).
 Result<uint64_t> ParseBytes(const std::string& s) {
@@ -178,7 +183,7 @@ int RunPack(const PackArgs& a) {
                   : a.group_by == "stem" ? GroupBy::kStem
                                          : GroupBy::kNone;
   opts.reproducible = a.reproducible;
-  opts.jobs = std::max(1, a.jobs);
+  opts.jobs = a.jobs > 0 ? a.jobs : kAutoJobs;
   opts.sync = !a.no_fsync;
 
   // 1. The inputs.
@@ -277,7 +282,11 @@ int RunPack(const PackArgs& a) {
   ProgressBar bar(list.inputs.size(), plan->data_bytes);
   ProgressFn progress;
   if (tty) progress = [&bar](const WriteProgress& p) { bar.Update(p); };
-  Status st = WriteShards(dst, list.inputs, *plan, opts, progress);
+  // A fresh pack directory's catalog comes straight from what the writer knows: reading 100k
+  // local headers back cost seconds when the shards had left the page cache.
+  bool fresh = state->shards.empty();
+  std::vector<ShardContent> written;
+  Status st = WriteShards(dst, list.inputs, *plan, opts, progress, fresh ? &written : nullptr);
   if (tty) bar.Clear();
   if (!st.ok()) return fail(st);
 
@@ -296,8 +305,15 @@ int RunPack(const PackArgs& a) {
     if (!out) return fail(Status::IOError("cannot write " + a.refs_out));
   }
   if (!a.no_catalog) {
-    auto cat = RefreshCatalog(dst, opts.jobs);
-    if (!cat.ok()) return fail(cat.status().WithPrefix("shards are complete but the catalog failed"));
+    Status cst;
+    if (fresh && !written.empty()) {
+      auto data = BuildNodes(std::move(written));
+      cst = data.ok() ? WriteCatalog(dst + "/" + kCatalogFileName, *data) : data.status();
+    } else {
+      auto cat = RefreshCatalog(dst, opts.jobs);
+      cst = cat.status();
+    }
+    if (!cst.ok()) return fail(cst.WithPrefix("shards are complete but the catalog failed"));
   }
 
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -372,8 +388,8 @@ void RegisterPack(CLI::App& app, int* exit_code) {
                   "write 'key<TAB>zip://key::<basename(DST)>/pack-NNNN.zip' for every member");
   sub->add_option("--jobs,-j", args->jobs,
                   "reader threads prefetching small files (helps on cold caches and network "
-                  "filesystems); the output does not depend on it")
-      ->check(CLI::Range(1, 256))
+                  "filesystems); 0 = auto (8); the output does not depend on it")
+      ->check(CLI::Range(0, 256))
       ->capture_default_str();
   sub->add_flag("--follow-symlinks", args->follow_symlinks, "pack symlinks to regular files");
   sub->add_flag("--json", args->json, "print the summary as JSON on stdout");

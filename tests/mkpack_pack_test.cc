@@ -2,6 +2,7 @@
 // zipfile, diff and the project's zip reader.
 #include <gtest/gtest.h>
 #include <sys/mount.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/catalog.h"
 #include "core/shard_source.h"
 #include "core/zip_reader.h"
 #include "tests/support/test_util.h"
@@ -285,6 +287,58 @@ TEST(MkpackPackTest, ReproducibleRunsAreByteIdentical) {
   // Without --reproducible the changed times show.
   ASSERT_EQ(Pack({tmp / "src", tmp / "c", "--max-pack-bytes", "40000"}).exit_code, 0);
   EXPECT_FALSE(Identical(tmp / "a/pack-0000.zip", tmp / "c/pack-0000.zip"));
+}
+
+// Every shard and file row of the catalog in `dir`, as text (ids aside), for comparisons.
+std::string CatalogDump(const std::string& dir) {
+  auto cat = Catalog::Open(dir + "/" + kCatalogFileName);
+  EXPECT_TRUE(cat.ok()) << cat.status().message();
+  if (!cat.ok()) return "";
+  std::ostringstream o;
+  for (const ShardInfo& s : (*cat)->shards()) {
+    o << s.id << ' ' << s.name << ' ' << s.size << ' ' << s.mtime_ns << ' ' << s.fingerprint
+      << ' ' << s.member_count << '\n';
+  }
+  Status st = (*cat)->ForEachFile([&](const std::string& key, const Node& n) {
+    o << key << ' ' << n.shard << ' ' << n.local_header_offset << ' ' << n.data_offset << ' '
+      << n.size << ' ' << n.crc32 << ' ' << n.mode << ' ' << n.mtime << '\n';
+    return Status::OK();
+  });
+  EXPECT_TRUE(st.ok()) << st.message();
+  return o.str();
+}
+
+// The catalog of a fresh pack is built from what the writer knows, without reading the shards
+// back; it must hold exactly what `mkpack catalog` reads from those shards.
+TEST(MkpackPackTest, CatalogFromTheWriterEqualsOneReadFromTheShards) {
+  t::TempDir tmp;
+  MakeTree(tmp / "src", 40, 0, 3000);
+  t::WriteFile(tmp / "src/big/one.bin", t::RandomBytes((1 << 20) + 5, 7));  // aligned member
+  t::WriteFile(tmp / "src/\xc3\xa9t\xc3\xa9/caf\xc3\xa9.txt", "utf-8 name");
+  // mtimes the UT extra cannot hold (pre-1970, past 2038) come back through the DOS time.
+  t::WriteFile(tmp / "src/old.txt", "old");
+  t::WriteFile(tmp / "src/future.txt", "future");
+  t::WriteFile(tmp / "src/y1975.txt", "1975");
+  auto set_mtime = [](const std::string& p, time_t sec) {
+    struct timespec ts[2] = {{sec, 0}, {sec, 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, p.c_str(), ts, 0), 0) << p;
+  };
+  set_mtime(tmp / "src/old.txt", -86400 * 400);
+  set_mtime(tmp / "src/future.txt", 4102444800 + 12345);  // 2100-01-01 + 3h25m45s
+  set_mtime(tmp / "src/y1975.txt", 170000000);
+  for (const char* extra : {"", "--reproducible"}) {
+    std::string out = tmp / (std::string("p") + extra);
+    std::vector<std::string> args = {tmp / "src", out, "--max-members", "7"};
+    if (*extra) args.push_back(extra);
+    ASSERT_EQ(Pack(args).exit_code, 0);
+    ASSERT_GT(Shards(out).size(), 3u);
+    std::string from_writer = CatalogDump(out);
+    ASSERT_FALSE(from_writer.empty());
+    ASSERT_EQ(::unlink((out + "/" + kCatalogFileName).c_str()), 0);
+    t::RunResult c = t::Run({t::MkpackPath(), "catalog", out});
+    ASSERT_EQ(c.exit_code, 0) << c.err;
+    EXPECT_EQ(from_writer, CatalogDump(out)) << extra;
+  }
 }
 
 TEST(MkpackPackTest, JobsDoNotChangeTheBytes) {
