@@ -36,6 +36,9 @@ struct PackSetOptions {
   // Prefix of shard paths in blob references ("media" gives zip://k::media/pack-0000.zip).
   // Default: the pack directory's base name (the dataset root is its parent).
   std::string ref_prefix;
+  // When non-empty: serve only these shard files of the directory (e.g. `packfs a.tar b.tar MNT`),
+  // not every shard it holds. A catalog file is then used only when it lists exactly these.
+  std::vector<std::string> shard_files;
   int index_threads = 0;      // 0: one per core
   size_t max_open_shards = 0; // 0: derived from RLIMIT_NOFILE
 };
@@ -95,8 +98,9 @@ class PackSet {
   bool using_catalog_file_ = false;
 };
 
-// Lists the shard files of a pack directory in index order ("pack-0000.zip", ...). Other files are
-// ignored. Fails when `dir` is not a readable directory.
+// Lists the shard files of a pack directory in index order ("pack-0000.zip", ...); a directory
+// without zip shards lists its tar shards ("*.tar", name order) instead. Other files are ignored.
+// Fails when `dir` is not a readable directory.
 Result<std::vector<std::string>> ListShardFiles(const std::string& dir);
 
 // Indexes every shard of `dir` (in parallel) into CatalogData. Shards whose name, size and mtime
@@ -107,6 +111,9 @@ struct IndexReport {
 };
 Result<CatalogData> IndexPackDir(const std::string& dir, const Catalog* reuse, int threads,
                                  IndexReport* report);
+// The same for the listed shard files of `dir` only (file names inside it).
+Result<CatalogData> IndexShardFiles(const std::string& dir, const std::vector<std::string>& names,
+                                    const Catalog* reuse, int threads, IndexReport* report);
 
 }  // namespace packfs
 
