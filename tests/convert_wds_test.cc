@@ -15,13 +15,12 @@
 namespace packfs {
 namespace {
 
-using testing::Run;
 using testing::TempDir;
 
 // key -> sha256 of every member of every zip shard in `dir`, read with Python's zipfile; also
 // fails the test when a key is in two shards.
 std::map<std::string, std::string> ZipSha256(const std::string& dir) {
-  auto r = Run({"python3", "-c",
+  auto r = testing::Run({"python3", "-c",
                 "import glob, hashlib, sys, zipfile\n"
                 "seen = set()\n"
                 "for p in sorted(glob.glob(sys.argv[1] + '/pack-*.zip')):\n"
@@ -65,7 +64,7 @@ TEST_P(ConvertFormats, ZipMembersEqualTarExtraction) {
   TempDir tmp;
   testing::MakeTarSourceTree(tmp / "tree", how != "ustar");
   testing::MakeTar(tmp / "tree", tmp / "in/shard-000.tar", how);
-  auto r = Run({testing::MkpackPath(), "convert-wds", tmp / "in/shard-000.tar", tmp / "out",
+  auto r = testing::Run({testing::MkpackPath(), "convert-wds", tmp / "in/shard-000.tar", tmp / "out",
                 "--no-fsync", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("\"skipped_symlinks\": 1"), std::string::npos) << r.out;
@@ -101,7 +100,7 @@ TEST(ConvertWds, SamplesNeverStraddleShards) {
   testing::WriteFile(tmp / "tree/999999.big.bin", testing::RandomBytes(6000, 98));
   ::mkdir((tmp / "in").c_str(), 0755);
   // Two tars, each with half of the samples, written by Python's tarfile like WebDataset.
-  auto r = Run({"python3", "-c",
+  auto r = testing::Run({"python3", "-c",
                 "import os, sys, tarfile\n"
                 "root, out = sys.argv[1], sys.argv[2]\n"
                 "names = sorted(os.listdir(root))\n"
@@ -112,7 +111,7 @@ TEST(ConvertWds, SamplesNeverStraddleShards) {
                 "        for n in part: t.add(os.path.join(root, n), n)\n",
                 tmp / "tree", tmp / "in"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto dry = Run({testing::MkpackPath(), "convert-wds", tmp / "in", tmp / "out", "--max-pack-bytes",
+  auto dry = testing::Run({testing::MkpackPath(), "convert-wds", tmp / "in", tmp / "out", "--max-pack-bytes",
                   "8K", "--dry-run"});
   ASSERT_EQ(dry.exit_code, 0) << dry.err;
   EXPECT_NE(dry.out.find("pack-0000.zip"), std::string::npos) << dry.out;
@@ -120,7 +119,7 @@ TEST(ConvertWds, SamplesNeverStraddleShards) {
   struct stat st;
   EXPECT_NE(::stat((tmp / "out").c_str(), &st), 0) << "--dry-run wrote " << tmp / "out";
 
-  r = Run({testing::MkpackPath(), "convert-wds", tmp / "in", tmp / "out", "--max-pack-bytes", "8K",
+  r = testing::Run({testing::MkpackPath(), "convert-wds", tmp / "in", tmp / "out", "--max-pack-bytes", "8K",
            "--no-fsync"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("999999"), std::string::npos) << "split sample not reported: " << r.err;
@@ -144,16 +143,16 @@ TEST(ConvertWds, DuplicateKeyNamesBothTarsAndShardPrefixResolvesIt) {
   testing::WriteFile(tmp / "tree/000001.jpg", "one");
   ::mkdir((tmp / "in").c_str(), 0755);
   for (const std::string name : {"a.tar", "b.tar"}) {
-    auto r = Run({"tar", "-cf", tmp / ("in/" + name), "-C", tmp / "tree", "000001.jpg"});
+    auto r = testing::Run({"tar", "-cf", tmp / ("in/" + name), "-C", tmp / "tree", "000001.jpg"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
-  auto r = Run({testing::MkpackPath(), "convert-wds", tmp / "in/a.tar", tmp / "in/b.tar",
+  auto r = testing::Run({testing::MkpackPath(), "convert-wds", tmp / "in/a.tar", tmp / "in/b.tar",
                 tmp / "out"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("a.tar"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("b.tar"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("000001.jpg"), std::string::npos) << r.err;
-  r = Run({testing::MkpackPath(), "convert-wds", "--shard-prefix", tmp / "in", tmp / "out",
+  r = testing::Run({testing::MkpackPath(), "convert-wds", "--shard-prefix", tmp / "in", tmp / "out",
            "--no-fsync"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto got = ZipSha256(tmp / "out");
@@ -168,7 +167,7 @@ TEST(ConvertWds, TruncatedTarConvertsItsIntactMembersAndExitsOne) {
   testing::MakeTar(tmp / "tree", tmp / "a.tar", "posix");
   auto size = testing::ReadFile(tmp / "a.tar").size();
   ASSERT_EQ(::truncate((tmp / "a.tar").c_str(), static_cast<off_t>(size / 2)), 0);
-  auto r = Run({testing::MkpackPath(), "convert-wds", tmp / "a.tar", tmp / "out", "--no-fsync"});
+  auto r = testing::Run({testing::MkpackPath(), "convert-wds", tmp / "a.tar", tmp / "out", "--no-fsync"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
   // What was converted equals what tar -xf recovers from the same truncated tar.
@@ -183,13 +182,13 @@ TEST(ConvertWds, TruncatedTarConvertsItsIntactMembersAndExitsOne) {
 TEST(ConvertWds, RefusesANonEmptyDestinationAndBadSources) {
   TempDir tmp;
   testing::WriteFile(tmp / "tree/x.txt", "x");
-  ASSERT_EQ(Run({"tar", "-cf", tmp / "a.tar", "-C", tmp / "tree", "x.txt"}).exit_code, 0);
-  ASSERT_EQ(Run({testing::MkpackPath(), "convert-wds", tmp / "a.tar", tmp / "out", "--no-fsync"})
+  ASSERT_EQ(testing::Run({"tar", "-cf", tmp / "a.tar", "-C", tmp / "tree", "x.txt"}).exit_code, 0);
+  ASSERT_EQ(testing::Run({testing::MkpackPath(), "convert-wds", tmp / "a.tar", tmp / "out", "--no-fsync"})
                 .exit_code, 0);
-  auto again = Run({testing::MkpackPath(), "convert-wds", tmp / "a.tar", tmp / "out"});
+  auto again = testing::Run({testing::MkpackPath(), "convert-wds", tmp / "a.tar", tmp / "out"});
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_NE(again.err.find("already holds"), std::string::npos) << again.err;
-  auto missing = Run({testing::MkpackPath(), "convert-wds", tmp / "nope.tar", tmp / "out2"});
+  auto missing = testing::Run({testing::MkpackPath(), "convert-wds", tmp / "nope.tar", tmp / "out2"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("nope.tar"), std::string::npos) << missing.err;
 }

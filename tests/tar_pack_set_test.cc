@@ -1,6 +1,7 @@
 // Tests of tar shards served by PackSet (no FUSE): a directory of tars indexed at open and through
 // `mkpack catalog`, a chosen subset of tars, a truncated tar, and the once-per-member header check
 // refusing a tar changed behind the catalog's back.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -16,7 +17,6 @@
 namespace packfs {
 namespace {
 
-using testing::Run;
 using testing::TempDir;
 using Use = PackSetOptions::CatalogUse;
 
@@ -63,7 +63,7 @@ std::map<std::string, std::string> MakeTarDir(const TempDir& tmp) {
 TEST(TarPackSet, DirectoryOfTarsWithAndWithoutCatalog) {
   TempDir tmp;
   auto want = MakeTarDir(tmp);
-  ASSERT_EQ(want.size(), 24u);
+  ASSERT_EQ(want.size(), 22u);
   PackSetOptions none;
   none.catalog_use = Use::kNone;
   auto ps = PackSet::Open(tmp / "tars", none);
@@ -72,7 +72,7 @@ TEST(TarPackSet, DirectoryOfTarsWithAndWithoutCatalog) {
   EXPECT_EQ(Hashes(ReadAll(**ps)), want);
   EXPECT_EQ((*ps)->ShardRefPath(1), "tars/shard-000001.tar");
 
-  auto cat = Run({testing::MkpackPath(), "catalog", tmp / "tars"});
+  auto cat = testing::Run({testing::MkpackPath(), "catalog", tmp / "tars"});
   ASSERT_EQ(cat.exit_code, 0) << cat.err;
   PackSetOptions require;
   require.catalog_use = Use::kRequire;
@@ -80,21 +80,21 @@ TEST(TarPackSet, DirectoryOfTarsWithAndWithoutCatalog) {
   ASSERT_TRUE(ps2.ok()) << ps2.status().ToString();
   EXPECT_TRUE((*ps2)->using_catalog_file());
   EXPECT_EQ(Hashes(ReadAll(**ps2)), want);
-  auto check = Run({testing::MkpackPath(), "catalog", "--check", tmp / "tars"});
+  auto check = testing::Run({testing::MkpackPath(), "catalog", "--check", tmp / "tars"});
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
 }
 
 TEST(TarPackSet, ChosenTarsOnly) {
   TempDir tmp;
   MakeTarDir(tmp);
-  ASSERT_EQ(Run({testing::MkpackPath(), "catalog", tmp / "tars"}).exit_code, 0);
+  ASSERT_EQ(testing::Run({testing::MkpackPath(), "catalog", tmp / "tars"}).exit_code, 0);
   PackSetOptions opts;
   opts.shard_files = {"shard-000001.tar"};
   auto ps = PackSet::Open(tmp / "tars", opts);
   ASSERT_TRUE(ps.ok()) << ps.status().ToString();
   EXPECT_FALSE((*ps)->using_catalog_file());  // the catalog describes both tars
   auto files = ReadAll(**ps);
-  EXPECT_EQ(files.size(), 12u);
+  EXPECT_EQ(files.size(), 11u);
   for (const auto& [k, v] : files) EXPECT_TRUE(k.starts_with("part2/")) << k;
 }
 
@@ -121,7 +121,7 @@ TEST(TarPackSet, TruncatedTarServesIntactMembersAndWarns) {
   EXPECT_EQ(files.size(), k);
   for (size_t i = 0; i < k; ++i) {
     const TarMember& m = full->members[i];
-    std::string want = testing::ReadFile(tmp / "t" / m.name);
+    std::string want = testing::ReadFile(tmp / ("t/" + m.name));
     EXPECT_EQ(files[m.name], want) << m.name;
   }
 }
@@ -131,14 +131,14 @@ TEST(TarPackSet, ChangedTarIsRefusedNotMisread) {
   testing::WriteFile(tmp / "t/a.bin", testing::RandomBytes(3000, 1));
   testing::WriteFile(tmp / "t/b.bin", testing::RandomBytes(3000, 2));
   ::mkdir((tmp / "tars").c_str(), 0755);
-  ASSERT_EQ(Run({"tar", "--format=gnu", "-cf", tmp / "tars/s.tar", "-C", tmp / "t", "a.bin",
+  ASSERT_EQ(testing::Run({"tar", "--format=gnu", "-cf", tmp / "tars/s.tar", "-C", tmp / "t", "a.bin",
                  "b.bin"}).exit_code, 0);
-  ASSERT_EQ(Run({testing::MkpackPath(), "catalog", tmp / "tars"}).exit_code, 0);
+  ASSERT_EQ(testing::Run({testing::MkpackPath(), "catalog", tmp / "tars"}).exit_code, 0);
   // Same size and mtime, but b.bin's header now names another member: only the header check
   // can notice.
   struct stat before;
   ASSERT_EQ(::stat((tmp / "tars/s.tar").c_str(), &before), 0);
-  ASSERT_EQ(Run({"tar", "--format=gnu", "-cf", tmp / "tars/s.tar", "-C", tmp / "t", "b.bin",
+  ASSERT_EQ(testing::Run({"tar", "--format=gnu", "-cf", tmp / "tars/s.tar", "-C", tmp / "t", "b.bin",
                  "a.bin"}).exit_code, 0);
   struct timespec times[2] = {before.st_atim, before.st_mtim};
   ASSERT_EQ(::utimensat(AT_FDCWD, (tmp / "tars/s.tar").c_str(), times, 0), 0);

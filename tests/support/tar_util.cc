@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
+
 #include "tests/support/test_util.h"
 
 namespace packfs::testing {
@@ -31,6 +33,7 @@ void MakeTarSourceTree(const std::string& dir, bool over_255) {
 }
 
 void MakeTar(const std::string& tree, const std::string& out, const std::string& how) {
+  std::filesystem::create_directories(std::filesystem::path(out).parent_path());
   RunResult r;
   if (how == "python") {
     r = Run({"python3", "-c",
@@ -56,8 +59,8 @@ void MakeTar(const std::string& tree, const std::string& out, const std::string&
 
 std::map<std::string, std::string> TreeSha256(const std::string& root) {
   TempDir tmp;
-  RunResult r = Sh("cd '" + root + "' && find . -type f -print0 | sort -z | xargs -0 -r sha256sum > '" +
-                   tmp.path() + "/sums'");
+  RunResult r = Sh("cd '" + root + "' && find . -type f -print0 | sort -z | xargs -0 -r sha256sum" +
+                   " > '" + tmp.path() + "/sums'");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   std::map<std::string, std::string> out;
   for (auto& [k, v] : ReadSha256List(tmp.path() + "/sums")) {
