@@ -114,13 +114,14 @@ Filesystem::SourceNode Filesystem::ToSource(const Node& merged) const {
 }
 
 Result<std::optional<Attr>> Filesystem::Lookup(uint64_t parent, std::string_view name) const {
+  // One query on the hot path: only a miss needs to know whether `parent` is a directory.
+  PACKFS_ASSIGN_OR_RETURN(std::optional<Node> child, catalog_->Lookup(parent, name));
+  if (child) return std::optional<Attr>(MakeAttr(*child));
   PACKFS_ASSIGN_OR_RETURN(Node dir, GetNode(parent));
   if (!dir.is_dir()) {
     return Status::IOError("'" + QuoteKey(KeyOrId(dir)) + "' is not a directory", ENOTDIR);
   }
-  PACKFS_ASSIGN_OR_RETURN(std::optional<Node> child, catalog_->Lookup(parent, name));
-  if (!child) return std::optional<Attr>();
-  return std::optional<Attr>(MakeAttr(*child));
+  return std::optional<Attr>();
 }
 
 Result<Attr> Filesystem::GetAttr(uint64_t ino) const {
@@ -154,9 +155,11 @@ Status Filesystem::ReadDir(uint64_t ino, uint64_t offset, size_t max_entries,
   uint64_t first = pos - 2;
   if (first >= dir.child_count) return Status::OK();
   std::vector<Node> children;
+  children.reserve(std::min<uint64_t>(dir.child_count - first, max_entries - out->size()));
   PACKFS_RETURN_IF_ERROR(catalog_->List(dir, first, max_entries - out->size(), &children));
+  out->reserve(out->size() + children.size());
   for (size_t i = 0; i < children.size(); ++i) {
-    out->push_back(DirEntry{children[i].name, MakeAttr(children[i]), pos + i + 1});
+    out->push_back(DirEntry{std::move(children[i].name), MakeAttr(children[i]), pos + i + 1});
   }
   return Status::OK();
 }
@@ -247,7 +250,10 @@ Result<std::vector<std::string>> Filesystem::ListXattr(uint64_t ino) const {
 }
 
 std::string Filesystem::StatsJson() const {
-  std::string extra = "\"sources\": " + std::to_string(sources_.size()) +
+  size_t open_shards = 0;
+  for (const auto& src : sources_) open_shards += src->open_shard_count();
+  std::string extra = "\"open_shards\": " + std::to_string(open_shards) +
+                      ", \"sources\": " + std::to_string(sources_.size()) +
                       ", \"files\": " + std::to_string(totals_.files) +
                       ", \"shards\": " + std::to_string(totals_.shards);
   return stats_.ToJson(extra);

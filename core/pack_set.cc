@@ -187,6 +187,8 @@ std::string PackSet::Ref(const std::string& key, const Node& file) const {
 
 Result<ShardLease> PackSet::OpenShard(uint32_t shard) const { return impl_->pool.Get(shard); }
 
+size_t PackSet::open_shard_count() const { return impl_->pool.open_count(); }
+
 bool PackSet::Impl::Checked(uint64_t id) const {
   return id / 64 < checked_words &&
          (checked[id / 64].load(std::memory_order_acquire) & (uint64_t{1} << (id % 64))) != 0;

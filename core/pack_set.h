@@ -65,6 +65,9 @@ class PackSet {
   // Blob reference of a file node.
   std::string Ref(const std::string& key, const Node& file) const;
 
+  // Shard files open right now (bounded by the fd limit).
+  size_t open_shard_count() const;
+
   // Opens (or reuses) the shard, validating it against the catalog on first use.
   Result<ShardLease> OpenShard(uint32_t shard) const;
 

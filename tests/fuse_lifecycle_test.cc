@@ -24,56 +24,8 @@ using testing::Mount;
 using testing::Sh;
 using testing::TempDir;
 
-// A packfs running in the foreground as a child of the test; killed and reaped on destruction.
-class ForegroundPackfs {
- public:
-  ForegroundPackfs(const std::vector<std::string>& args, const std::string& stderr_path) {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      int fd = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(fd, STDERR_FILENO);
-      std::vector<char*> argv;
-      std::string bin = testing::PackfsPath();
-      argv.push_back(bin.data());
-      std::vector<std::string> copy = args;
-      for (auto& a : copy) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(bin.c_str(), argv.data());
-      ::_exit(127);
-    }
-  }
-  ~ForegroundPackfs() {
-    if (pid_ > 0 && !reaped_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  // Waits for the process to exit; returns its wait status (or -1 after `seconds`).
-  int Wait(int seconds) {
-    for (int i = 0; i < seconds * 20; ++i) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        reaped_ = true;
-        return status;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return -1;
-  }
-  pid_t pid() const { return pid_; }
-
- private:
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-};
-
-bool WaitMounted(const std::string& mnt, bool want, int seconds = 10) {
-  for (int i = 0; i < seconds * 20; ++i) {
-    if (IsMounted(mnt) == want) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
-}
+using testing::ForegroundPackfs;
+using testing::WaitMounted;
 
 class LifecycleTest : public ::testing::Test {
  protected:

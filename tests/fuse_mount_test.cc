@@ -201,8 +201,9 @@ TEST_F(FreshMountTest, XattrsAndStats) {
   EXPECT_EQ(errno, ENODATA);
   auto stats = Sh("getfattr --only-values -n user.packfs.stats '" + mount_->path() +
                   "' | python3 -c 'import json,sys; d=json.load(sys.stdin); "
-                  "print(d[\"requests\"][\"read\"] > 0, d[\"bytes_served\"] > 0)'");
-  EXPECT_EQ(stats.out, "True True\n") << stats.err;
+                  "print(d[\"requests\"][\"read\"] > 0, d[\"bytes_served\"] > 0, "
+                  "1 <= d[\"open_shards\"] <= d[\"shards\"])'");
+  EXPECT_EQ(stats.out, "True True True\n") << stats.err;
 }
 
 TEST_F(FreshMountTest, EveryWriteFailsWithEROFS) {

@@ -220,13 +220,7 @@ TEST(PackSetTest, NoShardsAndOtherFilesIgnored) {
 }
 
 std::map<std::string, std::string> ExpectedHashes(const std::string& fixture) {
-  std::map<std::string, std::string> m;
-  std::ifstream in(testing::FixturesDir() + "/interop/" + fixture + "/sha256.txt");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.size() > 66) m[line.substr(66)] = line.substr(0, 64);
-  }
-  return m;
+  return testing::ReadSha256List(testing::FixturesDir() + "/interop/" + fixture + "/sha256.txt");
 }
 
 TEST(PackSetTest, InteropFixturesServeEveryMember) {

@@ -1,8 +1,11 @@
 // Real-mount test helpers.
 #include "tests/support/mount_util.h"
 
+#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -85,6 +88,60 @@ Mount::~Mount() {
   if (!IsMounted(mountpoint_)) return;
   Unmount();
   if (IsMounted(mountpoint_)) Run({"fusermount3", "-u", "-z", mountpoint_});
+}
+
+bool WaitMounted(const std::string& mnt, bool want, int seconds) {
+  for (int i = 0; i < seconds * 20; ++i) {
+    if (IsMounted(mnt) == want) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+ForegroundPackfs::ForegroundPackfs(const std::vector<std::string>& args,
+                                   const std::string& stderr_path) {
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    int fd = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, STDERR_FILENO);
+    std::vector<char*> argv;
+    std::string bin = PackfsPath();
+    argv.push_back(bin.data());
+    std::vector<std::string> copy = args;
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(bin.c_str(), argv.data());
+    ::_exit(127);
+  }
+}
+
+ForegroundPackfs::~ForegroundPackfs() {
+  if (pid_ > 0 && !reaped_) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+}
+
+int ForegroundPackfs::Wait(int seconds) {
+  for (int i = 0; i < seconds * 20; ++i) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      reaped_ = true;
+      return status;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return -1;
+}
+
+bool ForegroundPackfs::Running() {
+  if (reaped_) return false;
+  int status = 0;
+  if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+    reaped_ = true;
+    return false;
+  }
+  return true;
 }
 
 }  // namespace packfs::testing

@@ -3,6 +3,8 @@
 // it goes out of scope, even when the test failed. Not thread-safe; one Mount per mountpoint.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -19,6 +21,28 @@ bool IsMounted(const std::string& mountpoint);
 // pack-0000.zip, ... of at most `per_shard` members each, with Python's zipfile, keys being the
 // paths relative to `tree` in sorted order, mtimes and modes kept. No catalog is written.
 void MakePythonPack(const std::string& tree, const std::string& pack_dir, size_t per_shard);
+
+// Waits up to `seconds` until `mnt` is (want=true) or is no longer (false) mounted.
+bool WaitMounted(const std::string& mnt, bool want, int seconds = 10);
+
+// A packfs running in the foreground (`args` should hold -f or -d) as a child of the test, its
+// stderr going to `stderr_path`; killed and reaped on destruction.
+class ForegroundPackfs {
+ public:
+  ForegroundPackfs(const std::vector<std::string>& args, const std::string& stderr_path);
+  ~ForegroundPackfs();
+  ForegroundPackfs(const ForegroundPackfs&) = delete;
+  ForegroundPackfs& operator=(const ForegroundPackfs&) = delete;
+  // Waits for the process to exit; returns its wait status (or -1 after `seconds`).
+  int Wait(int seconds);
+  // True while the process has not exited.
+  bool Running();
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
 
 class Mount {
  public:

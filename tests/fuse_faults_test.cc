@@ -1,0 +1,199 @@
+// Faults under a live mount: shards deleted, replaced, truncated and the catalog damaged or
+// deleted while packfs serves them. The members affected fail with EIO and a log line naming
+// shard and member; every other member keeps reading its exact bytes; the daemon never dies.
+#include <errno.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "tests/support/mount_util.h"
+#include "tests/support/test_util.h"
+
+namespace packfs {
+namespace {
+
+using testing::ForegroundPackfs;
+using testing::TempDir;
+using testing::WaitMounted;
+
+constexpr int kFiles = 24;  // 8 per shard: f00..f07 in pack-0000.zip, f08.. in 0001, f16.. in 0002
+
+std::string Name(int i) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "f%02d", i);
+  return buf;
+}
+
+// The bytes of `path` read whole, or the errno of the first failing call.
+struct ReadOutcome {
+  int err = 0;
+  std::string bytes;
+};
+ReadOutcome ReadWhole(const std::string& path) {
+  ReadOutcome out;
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) {
+    out.err = errno;
+    return out;
+  }
+  char buf[16384];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      out.err = errno;
+      break;
+    }
+    if (n == 0) break;
+    out.bytes.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+class FaultsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse here";
+    for (int i = 0; i < kFiles; ++i) {
+      testing::WriteFile(tmp_ / ("tree/" + Name(i)),
+                         testing::RandomBytes(50000, static_cast<uint64_t>(i) + 100));
+    }
+    testing::MakePythonPack(tmp_ / "tree", tmp_ / "media", 8);
+    auto cat = testing::Run({testing::MkpackPath(), "catalog", tmp_ / "media"});
+    ASSERT_EQ(cat.exit_code, 0) << cat.err;
+    ASSERT_EQ(::mkdir((tmp_ / "mnt").c_str(), 0755), 0);
+    char buf[PATH_MAX];
+    ASSERT_NE(::realpath((tmp_ / "mnt").c_str(), buf), nullptr);
+    mnt_ = buf;
+    log_ = tmp_ / "stderr.txt";
+    packfs_ = std::make_unique<ForegroundPackfs>(
+        std::vector<std::string>{"-f", "--catalog", tmp_ / "media/.packfs-catalog.sqlite",
+                                 tmp_ / "media", mnt_},
+        log_);
+    ASSERT_TRUE(WaitMounted(mnt_, true)) << testing::ReadFile(log_);
+  }
+  void TearDown() override {
+    if (packfs_) {
+      // Whatever happened, the daemon must still be there to be asked to leave.
+      EXPECT_TRUE(packfs_->Running()) << "packfs died: " << testing::ReadFile(log_);
+      testing::Run({"fusermount3", "-u", mnt_});
+      EXPECT_NE(packfs_->Wait(20), -1);
+      EXPECT_TRUE(WaitMounted(mnt_, false));
+    }
+  }
+  std::string Source(int i) { return testing::ReadFile(tmp_ / ("tree/" + Name(i))); }
+  std::string Mnt(int i) { return mnt_ + "/" + Name(i); }
+  void ExpectIntact(int i) {
+    ReadOutcome r = ReadWhole(Mnt(i));
+    EXPECT_EQ(r.err, 0) << Name(i) << ": " << testing::ReadFile(log_);
+    EXPECT_TRUE(r.bytes == Source(i)) << Name(i) << " served other bytes";
+  }
+  void ExpectEio(int i) {
+    ReadOutcome r = ReadWhole(Mnt(i));
+    EXPECT_EQ(r.err, EIO) << Name(i) << " read " << r.bytes.size() << " bytes";
+  }
+  uint64_t XattrNumber(int i, const char* name) {
+    char buf[64] = {};
+    ssize_t n = ::getxattr(Mnt(i).c_str(), name, buf, sizeof buf - 1);
+    EXPECT_GT(n, 0) << name;
+    return std::strtoull(buf, nullptr, 10);
+  }
+
+  TempDir tmp_;
+  std::string mnt_;
+  std::string log_;
+  std::unique_ptr<ForegroundPackfs> packfs_;
+};
+
+TEST_F(FaultsTest, DeletedShardFailsOnlyItsMembers) {
+  ExpectIntact(0);
+  ASSERT_EQ(::unlink((tmp_ / "media/pack-0002.zip").c_str()), 0);
+  ExpectEio(16);
+  ExpectEio(17);
+  for (int i = 0; i < 16; ++i) ExpectIntact(i);
+  std::string log = testing::ReadFile(log_);
+  EXPECT_NE(log.find("pack-0002.zip"), std::string::npos) << log;
+  EXPECT_NE(log.find("f16"), std::string::npos) << log;
+}
+
+TEST_F(FaultsTest, ReplacedShardNeverServesOtherBytes) {
+  ExpectIntact(8);  // pack-0001.zip is open from here on
+  // A different pack of the same names and sizes, renamed over shards 1 and 2.
+  for (int i = 0; i < kFiles; ++i) {
+    testing::WriteFile(tmp_ / ("other/" + Name(i)),
+                       testing::RandomBytes(50000, static_cast<uint64_t>(i) + 900));
+  }
+  testing::MakePythonPack(tmp_ / "other", tmp_ / "other-media", 8);
+  for (const char* shard : {"pack-0001.zip", "pack-0002.zip"}) {
+    ASSERT_EQ(::rename((tmp_ / ("other-media/" + std::string(shard))).c_str(),
+                       (tmp_ / ("media/" + std::string(shard))).c_str()),
+              0);
+  }
+  // The open shard still reads the file it opened, which the catalog describes.
+  for (int i = 8; i < 16; ++i) ExpectIntact(i);
+  // The replaced, never-opened shard fails its check: EIO, not the new file's bytes.
+  for (int i = 16; i < kFiles; ++i) ExpectEio(i);
+  for (int i = 0; i < 8; ++i) ExpectIntact(i);
+  std::string log = testing::ReadFile(log_);
+  EXPECT_NE(log.find("pack-0002.zip"), std::string::npos) << log;
+}
+
+TEST_F(FaultsTest, TruncatedShardServesWhatIsLeft) {
+  ExpectIntact(0);  // pack-0000.zip is open
+  const uint64_t cut = XattrNumber(5, "user.packfs.offset") + 100;
+  ASSERT_EQ(::truncate((tmp_ / "media/pack-0000.zip").c_str(), static_cast<off_t>(cut)), 0);
+  for (int i = 1; i < 5; ++i) ExpectIntact(i);
+  ExpectEio(5);
+  ExpectEio(6);
+  ExpectEio(7);
+  for (int i = 8; i < kFiles; ++i) ExpectIntact(i);
+  std::string log = testing::ReadFile(log_);
+  EXPECT_NE(log.find("pack-0000.zip"), std::string::npos) << log;
+  EXPECT_NE(log.find("f06"), std::string::npos) << log;
+}
+
+TEST_F(FaultsTest, DeletedCatalogKeepsServing) {
+  ASSERT_EQ(::unlink((tmp_ / "media/.packfs-catalog.sqlite").c_str()), 0);
+  for (int i = 0; i < kFiles; ++i) ExpectIntact(i);
+}
+
+TEST_F(FaultsTest, DamagedCatalogNeverServesWrongBytes) {
+  ExpectIntact(0);
+  const std::string cat = tmp_ / "media/.packfs-catalog.sqlite";
+  struct stat st;
+  ASSERT_EQ(::stat(cat.c_str(), &st), 0);
+  {
+    // Garbage over the middle of the file, in place (the daemon keeps its open file).
+    int fd = ::open(cat.c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    std::string junk(static_cast<size_t>(st.st_size / 2), '\xa5');
+    ASSERT_EQ(::pwrite(fd, junk.data(), junk.size(), st.st_size / 4),
+              static_cast<ssize_t>(junk.size()));
+    ::close(fd);
+  }
+  int served = 0, failed = 0;
+  for (int i = 0; i < kFiles; ++i) {
+    ReadOutcome r = ReadWhole(Mnt(i));
+    if (r.err != 0) {
+      ++failed;
+      continue;
+    }
+    EXPECT_TRUE(r.bytes == Source(i)) << Name(i) << " served wrong bytes";
+    ++served;
+  }
+  EXPECT_EQ(served + failed, kFiles);
+  std::printf("damaged catalog: %d served intact, %d failed\n", served, failed);
+  // The mount itself still answers.
+  struct stat root;
+  EXPECT_EQ(::stat(mnt_.c_str(), &root), 0);
+}
+
+}  // namespace
+}  // namespace packfs

@@ -1,0 +1,158 @@
+// Stress over a real mount: 16 threads read random ranges (and sometimes whole files) of random
+// members for a while, checking every byte; the daemon's anonymous memory must stay flat after
+// warm-up. CI runs it briefly (also under ASan); a long run is
+//   PACKFS_STRESS_SECONDS=300 PACKFS_STRESS_MEMBERS=100000 build/fuse_stress_test
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/mount_util.h"
+#include "tests/support/test_util.h"
+
+namespace packfs {
+namespace {
+
+using testing::Mount;
+using testing::TempDir;
+
+uint64_t EnvOr(const char* name, uint64_t fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::strtoull(v, nullptr, 10) : fallback;
+}
+
+// Member i: its key and size. Mostly small files (the loader case, read by copy), every 500th
+// 1-3 MiB (read zero-copy in 128 KiB+ requests), some empty.
+std::string Key(uint64_t i) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "d%03llu/m%06llu.bin", static_cast<unsigned long long>(i / 1000),
+                static_cast<unsigned long long>(i));
+  return buf;
+}
+size_t SizeOf(uint64_t i) {
+  if (i % 500 == 7) return 1048576 + (i * 7919) % 2097152;
+  if (i % 97 == 0) return 0;
+  return 1 + (i * 7919) % 40000;
+}
+
+// RssAnon of `pid` in KiB (heap and stacks: what a leak grows; file pages of the catalog and
+// shards are not counted).
+long RssAnonKib(const std::string& pid) {
+  std::ifstream in("/proc/" + pid + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("RssAnon:", 0) == 0) return std::strtol(line.c_str() + 8, nullptr, 10);
+  }
+  return -1;
+}
+
+TEST(FuseStressTest, SixteenThreadsOfRandomReadsCheckEveryByte) {
+  if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse here";
+  const uint64_t members = EnvOr("PACKFS_STRESS_MEMBERS", 5000);
+  const uint64_t seconds = EnvOr("PACKFS_STRESS_SECONDS", 12);
+  TempDir tmp;
+  std::vector<std::string> expected(members);
+  for (uint64_t i = 0; i < members; ++i) {
+    expected[i] = testing::RandomBytes(SizeOf(i), i + 7);
+    testing::WriteFile(tmp / ("src/" + Key(i)), expected[i]);
+  }
+  auto pack = testing::Run({testing::MkpackPath(), "pack", "--no-fsync", tmp / "src",
+                            tmp / "media"});
+  ASSERT_EQ(pack.exit_code, 0) << pack.err;
+  testing::Run({"rm", "-rf", tmp / "src"});  // bytes now come only from the shards
+  ASSERT_EQ(::mkdir((tmp / "mnt").c_str(), 0755), 0);
+  Mount mount({tmp / "media"}, tmp / "mnt");
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  const std::string mnt = mount.path();
+  auto pid = testing::Sh("pgrep -n -f 'packfs .*" + mnt + "$'");
+  ASSERT_EQ(pid.exit_code, 0);
+  const std::string daemon = pid.out.substr(0, pid.out.find('\n'));
+
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> reads{0}, bytes{0}, mismatches{0}, errors{0};
+  std::vector<std::string> first_failure(16);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(static_cast<uint64_t>(t) * 1000003 + 1);
+      std::vector<char> buf(4 << 20);
+      while (!stop.load(std::memory_order_relaxed)) {
+        const uint64_t i = rng() % members;
+        const std::string& want = expected[i];
+        const std::string path = mnt + "/" + Key(i);
+        int fd = ::open(path.c_str(), O_RDONLY);
+        if (fd < 0) {
+          ++errors;
+          if (first_failure[t].empty()) first_failure[t] = "open " + path;
+          continue;
+        }
+        // Half the reads first drop the file's cached pages, so they reach the daemon instead
+        // of the kernel's page cache.
+        if (rng() % 2 == 0) ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        const bool whole = rng() % 4 == 0;
+        const size_t off = whole || want.empty() ? 0 : rng() % (want.size() + 1);
+        const size_t len = whole ? buf.size() : 1 + rng() % (256 * 1024);
+        ssize_t n = ::pread(fd, buf.data(), len, static_cast<off_t>(off));
+        ::close(fd);
+        if (n < 0) {
+          ++errors;
+          if (first_failure[t].empty()) first_failure[t] = "pread " + path;
+          continue;
+        }
+        const size_t expect_n = std::min(len, want.size() - std::min(off, want.size()));
+        ++reads;
+        bytes += static_cast<uint64_t>(n);
+        // A positional read of a regular file returns everything up to EOF or the length.
+        if (static_cast<size_t>(n) != expect_n ||
+            want.compare(off, expect_n, buf.data(), expect_n) != 0) {
+          ++mismatches;
+          if (first_failure[t].empty()) {
+            first_failure[t] = path + " at " + std::to_string(off) + "+" + std::to_string(len) +
+                               ": got " + std::to_string(n) + " bytes";
+          }
+        }
+      }
+    });
+  }
+  // Warm-up: a fifth of the run, then the daemon's anonymous memory is the baseline.
+  std::this_thread::sleep_for(std::chrono::seconds(seconds) / 5);
+  const long warm = RssAnonKib(daemon);
+  std::this_thread::sleep_for(std::chrono::seconds(seconds) * 4 / 5);
+  const long end = RssAnonKib(daemon);
+  stop = true;
+  for (auto& th : threads) th.join();
+  auto served = testing::Sh("getfattr --only-values -n user.packfs.stats '" + mnt +
+                            "' | python3 -c 'import json,sys; print(json.load(sys.stdin)"
+                            "[\"requests\"][\"read\"])'");
+  const uint64_t daemon_reads = std::strtoull(served.out.c_str(), nullptr, 10);
+  std::printf("stress: %llu reads (%llu reached the daemon), %.1f MiB, %llu mismatches, %llu "
+              "errors; daemon RssAnon %ld KiB after warm-up, %ld KiB at the end\n",
+              static_cast<unsigned long long>(reads.load()),
+              static_cast<unsigned long long>(daemon_reads), bytes.load() / 1048576.0,
+              static_cast<unsigned long long>(mismatches.load()),
+              static_cast<unsigned long long>(errors.load()), warm, end);
+  std::string failures;
+  for (const auto& f : first_failure) {
+    if (!f.empty()) failures += f + "\n";
+  }
+  EXPECT_GT(reads.load(), 1000u);
+  EXPECT_GT(daemon_reads, reads.load() / 4) << served.err;
+  EXPECT_EQ(mismatches.load(), 0u) << failures;
+  EXPECT_EQ(errors.load(), 0u) << failures;
+  ASSERT_GT(warm, 0);
+  // Flat: under 10% growth (plus 1 MiB so allocator noise on a small baseline is not a leak).
+  EXPECT_LE(end, warm + warm / 10 + 1024) << "daemon memory grew under a steady load";
+}
+
+}  // namespace
+}  // namespace packfs
