@@ -36,11 +36,12 @@ struct PackSetOptions {
   // Prefix of shard paths in blob references ("media" gives zip://k::media/pack-0000.zip).
   // Default: the pack directory's base name (the dataset root is its parent).
   std::string ref_prefix;
+  int index_threads = 0;      // 0: one per core
+  size_t max_open_shards = 0; // 0: derived from RLIMIT_NOFILE
+  // Last, so that positional initializers of the fields above keep working.
   // When non-empty: serve only these shard files of the directory (e.g. `packfs a.tar b.tar MNT`),
   // not every shard it holds. A catalog file is then used only when it lists exactly these.
   std::vector<std::string> shard_files;
-  int index_threads = 0;      // 0: one per core
-  size_t max_open_shards = 0; // 0: derived from RLIMIT_NOFILE
 };
 
 // A shard opened for reading; keeps its fd open while held.
