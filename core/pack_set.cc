@@ -118,11 +118,17 @@ bool ListsExactly(const Catalog& cat, const std::vector<std::string>& names) {
 
 PackSet::~PackSet() = default;
 
-Result<std::unique_ptr<PackSet>> PackSet::Open(const std::string& dir_in,
+Result<std::unique_ptr<PackSet>> PackSet::Open(const std::string& dir,
                                                const PackSetOptions& opts) {
+  return Open(dir, opts, {});
+}
+
+Result<std::unique_ptr<PackSet>> PackSet::Open(const std::string& dir_in,
+                                               const PackSetOptions& opts,
+                                               const std::vector<std::string>& shard_files) {
   const std::string dir = StripSlashes(dir_in);
   PACKFS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListShardFiles(dir));
-  if (!opts.shard_files.empty()) names = opts.shard_files;
+  if (!shard_files.empty()) names = shard_files;
   if (names.empty()) return Status::NotFound(dir + " holds no pack-*.zip shards or *.tar files");
   const std::string prefix = opts.ref_prefix.empty() ? DefaultRefPrefix(dir) : opts.ref_prefix;
   const std::string catalog_path =
@@ -134,7 +140,7 @@ Result<std::unique_ptr<PackSet>> PackSet::Open(const std::string& dir_in,
   ps->dir_ = dir;
   if (opts.catalog_use != Use::kNone) {
     Result<std::unique_ptr<Catalog>> cat = Catalog::Open(catalog_path);
-    if (cat.ok() && !opts.shard_files.empty() && !ListsExactly(**cat, names)) {
+    if (cat.ok() && !shard_files.empty() && !ListsExactly(**cat, names)) {
       // A catalog of the whole directory does not describe a chosen subset of its shards.
     } else if (cat.ok()) {
       std::string why = StaleReason(**cat, dir, names, prefix);

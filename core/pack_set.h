@@ -38,10 +38,6 @@ struct PackSetOptions {
   std::string ref_prefix;
   int index_threads = 0;      // 0: one per core
   size_t max_open_shards = 0; // 0: derived from RLIMIT_NOFILE
-  // Last, so that positional initializers of the fields above keep working.
-  // When non-empty: serve only these shard files of the directory (e.g. `packfs a.tar b.tar MNT`),
-  // not every shard it holds. A catalog file is then used only when it lists exactly these.
-  std::vector<std::string> shard_files;
 };
 
 // A shard opened for reading; keeps its fd open while held.
@@ -53,6 +49,11 @@ class PackSet {
   // was replaced by in-memory indexing) are collected in warnings(); hard errors (no shards, a key
   // in two shards, a broken shard) fail the open with a message naming the file.
   static Result<std::unique_ptr<PackSet>> Open(const std::string& dir, const PackSetOptions& opts);
+  // The same, serving only the listed shard files of `dir` (e.g. `packfs a.tar b.tar MNT`) rather
+  // than every shard it holds; empty means all. A catalog file is used only when it lists exactly
+  // these shards (otherwise they are indexed in memory).
+  static Result<std::unique_ptr<PackSet>> Open(const std::string& dir, const PackSetOptions& opts,
+                                               const std::vector<std::string>& shard_files);
 
   const std::string& dir() const { return dir_; }
   const Catalog& catalog() const { return *catalog_; }

@@ -187,9 +187,8 @@ Result<Plan> MakePlan(const Cli& cli) {
 Result<std::unique_ptr<Filesystem>> OpenFilesystem(const Plan& plan, const Logger& log) {
   std::vector<std::unique_ptr<PackSet>> sets;
   for (size_t i = 0; i < plan.sources.size(); ++i) {
-    PackSetOptions opts = plan.pack;
-    opts.shard_files = plan.shard_files[i];
-    PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<PackSet> set, PackSet::Open(plan.sources[i], opts));
+    PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<PackSet> set,
+                            PackSet::Open(plan.sources[i], plan.pack, plan.shard_files[i]));
     sets.push_back(std::move(set));
   }
   PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<Filesystem> fs,

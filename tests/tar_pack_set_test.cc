@@ -88,9 +88,7 @@ TEST(TarPackSet, ChosenTarsOnly) {
   TempDir tmp;
   MakeTarDir(tmp);
   ASSERT_EQ(testing::Run({testing::MkpackPath(), "catalog", tmp / "tars"}).exit_code, 0);
-  PackSetOptions opts;
-  opts.shard_files = {"shard-000001.tar"};
-  auto ps = PackSet::Open(tmp / "tars", opts);
+  auto ps = PackSet::Open(tmp / "tars", {}, {"shard-000001.tar"});
   ASSERT_TRUE(ps.ok()) << ps.status().ToString();
   EXPECT_FALSE((*ps)->using_catalog_file());  // the catalog describes both tars
   auto files = ReadAll(**ps);
