@@ -12,6 +12,8 @@
 #include "core/catalog.h"
 #include "core/key.h"
 #include "core/pack_set.h"
+#include "core/shard_format.h"
+#include "core/tar_reader.h"
 #include "core/zip_reader.h"
 
 namespace packfs {
@@ -44,15 +46,21 @@ Result<std::vector<std::string>> ListShardFiles(const std::string& dir) {
     return Status::IOError("cannot list the pack directory " + dir + ": " + ErrnoText(e), e);
   }
   std::vector<std::pair<int64_t, std::string>> found;
+  std::vector<std::string> tars;  // served only when the directory holds no zip shards
   errno = 0;
   while (struct dirent* ent = ::readdir(d)) {
     int64_t index = ParseShardFileName(ent->d_name);
     if (index >= 0) found.emplace_back(index, ent->d_name);
+    if (IsTarShardName(ent->d_name)) tars.emplace_back(ent->d_name);
   }
   int e = errno;
   ::closedir(d);
   if (e != 0) return Status::IOError("cannot list the pack directory " + dir + ": " + ErrnoText(e), e);
   std::sort(found.begin(), found.end());
+  if (found.empty()) {
+    std::sort(tars.begin(), tars.end());
+    return tars;
+  }
   std::vector<std::string> names;
   names.reserve(found.size());
   for (auto& [index, name] : found) names.push_back(std::move(name));
@@ -62,7 +70,12 @@ Result<std::vector<std::string>> ListShardFiles(const std::string& dir) {
 Result<CatalogData> IndexPackDir(const std::string& dir, const Catalog* reuse, int threads,
                                  IndexReport* report) {
   PACKFS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListShardFiles(dir));
-  if (names.empty()) return Status::NotFound(dir + " holds no pack-*.zip shards");
+  return IndexShardFiles(dir, names, reuse, threads, report);
+}
+
+Result<CatalogData> IndexShardFiles(const std::string& dir, const std::vector<std::string>& names,
+                                    const Catalog* reuse, int threads, IndexReport* report) {
+  if (names.empty()) return Status::NotFound(dir + " holds no pack-*.zip shards or *.tar files");
   const std::string base = BaseNameOf(dir);
   std::vector<ShardContent> contents(names.size());
   std::vector<bool> reused(names.size(), false);
@@ -114,7 +127,7 @@ Result<CatalogData> IndexPackDir(const std::string& dir, const Catalog* reuse, i
         errors[i] = src.status();
         continue;
       }
-      auto index = ReadZipIndex(**src);
+      auto index = IndexShard(**src, names[i]);
       if (!index.ok()) {
         errors[i] = index.status();
         continue;
@@ -183,7 +196,7 @@ Result<std::vector<std::string>> CheckCatalog(const std::string& dir) {
                       " bytes, the catalog says " + std::to_string(s.size));
       continue;
     }
-    auto fp = ZipFingerprint(**src);
+    auto fp = ShardFingerprint(**src, s.name);
     if (!fp.ok()) {
       diffs.push_back(fp.status().message());
     } else if (*fp != s.fingerprint) {

@@ -10,7 +10,9 @@
 #include <unordered_set>
 
 #include "core/key.h"
+#include "core/shard_format.h"
 #include "core/shard_pool.h"
+#include "core/tar_reader.h"
 #include "core/zip_reader.h"
 
 namespace packfs {
@@ -103,15 +105,31 @@ std::string StaleReason(const Catalog& cat, const std::string& dir,
   return r;
 }
 
+bool ListsExactly(const Catalog& cat, const std::vector<std::string>& names) {
+  std::unordered_set<std::string> want(names.begin(), names.end());
+  if (want.size() != cat.shards().size()) return false;
+  for (const ShardInfo& s : cat.shards()) {
+    if (!want.count(s.name)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 PackSet::~PackSet() = default;
 
-Result<std::unique_ptr<PackSet>> PackSet::Open(const std::string& dir_in,
+Result<std::unique_ptr<PackSet>> PackSet::Open(const std::string& dir,
                                                const PackSetOptions& opts) {
+  return Open(dir, opts, {});
+}
+
+Result<std::unique_ptr<PackSet>> PackSet::Open(const std::string& dir_in,
+                                               const PackSetOptions& opts,
+                                               const std::vector<std::string>& shard_files) {
   const std::string dir = StripSlashes(dir_in);
   PACKFS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListShardFiles(dir));
-  if (names.empty()) return Status::NotFound(dir + " holds no pack-*.zip shards");
+  if (!shard_files.empty()) names = shard_files;
+  if (names.empty()) return Status::NotFound(dir + " holds no pack-*.zip shards or *.tar files");
   const std::string prefix = opts.ref_prefix.empty() ? DefaultRefPrefix(dir) : opts.ref_prefix;
   const std::string catalog_path =
       opts.catalog_path.empty() ? dir + "/" + kCatalogFileName : opts.catalog_path;
@@ -122,7 +140,9 @@ Result<std::unique_ptr<PackSet>> PackSet::Open(const std::string& dir_in,
   ps->dir_ = dir;
   if (opts.catalog_use != Use::kNone) {
     Result<std::unique_ptr<Catalog>> cat = Catalog::Open(catalog_path);
-    if (cat.ok()) {
+    if (cat.ok() && !shard_files.empty() && !ListsExactly(**cat, names)) {
+      // A catalog of the whole directory does not describe a chosen subset of its shards.
+    } else if (cat.ok()) {
       std::string why = StaleReason(**cat, dir, names, prefix);
       if (why.empty()) {
         ps->catalog_ = std::move(cat).value();
@@ -141,7 +161,7 @@ Result<std::unique_ptr<PackSet>> PackSet::Open(const std::string& dir_in,
   }
   if (!ps->catalog_) {
     PACKFS_ASSIGN_OR_RETURN(CatalogData data,
-                            IndexPackDir(dir, nullptr, opts.index_threads, nullptr));
+                            IndexShardFiles(dir, names, nullptr, opts.index_threads, nullptr));
     PACKFS_ASSIGN_OR_RETURN(ps->catalog_, Catalog::FromData(data));
   }
   for (const auto& p : ps->catalog_->problems()) ps->warnings_.push_back(p);
@@ -199,6 +219,13 @@ Status PackSet::CheckMemberAgainst(const Node& file, const ShardSource& src) con
                          ": local header does not match the catalog (shard changed?): " + detail +
                          "; run `mkpack catalog " + dir_ + "`");
   };
+  if (file.shard < catalog_->shards().size() &&
+      ShardFormatOf(catalog_->shards()[file.shard].name) == ShardFormat::kTar) {
+    Status st = CheckTarMember(src, file.local_header_offset, key, file.data_offset, file.size);
+    if (!st.ok()) return mismatch("tar header: " + st.message());
+    impl_->MarkChecked(file.id);
+    return Status::OK();
+  }
   Result<uint64_t> data_offset = ReadLocalHeader(src, file.local_header_offset, key);
   if (!data_offset.ok()) return mismatch(data_offset.status().message());
   if (*data_offset != file.data_offset) {

@@ -49,6 +49,11 @@ class PackSet {
   // was replaced by in-memory indexing) are collected in warnings(); hard errors (no shards, a key
   // in two shards, a broken shard) fail the open with a message naming the file.
   static Result<std::unique_ptr<PackSet>> Open(const std::string& dir, const PackSetOptions& opts);
+  // The same, serving only the listed shard files of `dir` (e.g. `packfs a.tar b.tar MNT`) rather
+  // than every shard it holds; empty means all. A catalog file is used only when it lists exactly
+  // these shards (otherwise they are indexed in memory).
+  static Result<std::unique_ptr<PackSet>> Open(const std::string& dir, const PackSetOptions& opts,
+                                               const std::vector<std::string>& shard_files);
 
   const std::string& dir() const { return dir_; }
   const Catalog& catalog() const { return *catalog_; }
@@ -98,8 +103,9 @@ class PackSet {
   bool using_catalog_file_ = false;
 };
 
-// Lists the shard files of a pack directory in index order ("pack-0000.zip", ...). Other files are
-// ignored. Fails when `dir` is not a readable directory.
+// Lists the shard files of a pack directory in index order ("pack-0000.zip", ...); a directory
+// without zip shards lists its tar shards ("*.tar", name order) instead. Other files are ignored.
+// Fails when `dir` is not a readable directory.
 Result<std::vector<std::string>> ListShardFiles(const std::string& dir);
 
 // Indexes every shard of `dir` (in parallel) into CatalogData. Shards whose name, size and mtime
@@ -110,6 +116,9 @@ struct IndexReport {
 };
 Result<CatalogData> IndexPackDir(const std::string& dir, const Catalog* reuse, int threads,
                                  IndexReport* report);
+// The same for the listed shard files of `dir` only (file names inside it).
+Result<CatalogData> IndexShardFiles(const std::string& dir, const std::vector<std::string>& names,
+                                    const Catalog* reuse, int threads, IndexReport* report);
 
 }  // namespace packfs
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <climits>
 
-#include "core/zip_reader.h"
+#include "core/shard_format.h"
 
 namespace packfs {
 
@@ -63,7 +63,7 @@ Status ShardPool::Validate(Slot& slot, uint32_t shard, const FileShardSource& sr
     return slot.verdict;
   }
   Status verdict;
-  Result<uint64_t> fp = ZipFingerprint(src);
+  Result<uint64_t> fp = ShardFingerprint(src, want.name);
   if (!fp.ok()) {
     verdict = Status::Stale(name + " changed since the catalog was built (" +
                             fp.status().message() + "); " + refresh_hint_);

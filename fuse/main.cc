@@ -15,6 +15,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -25,6 +26,7 @@
 #include "git_rev.h"
 #include "core/filesystem.h"
 #include "core/pack_set.h"
+#include "core/tar_reader.h"
 #include "fuse/logger.h"
 #include "fuse/mount_options.h"
 #include "fuse/session.h"
@@ -87,24 +89,35 @@ Result<std::string> CheckMountpoint(const std::string& path) {
   return real;
 }
 
-Result<std::string> CheckSource(const std::string& path) {
+// A SOURCE: a pack directory, or one tar shard (then `file` is its name inside `dir`).
+struct SourceArg {
+  std::string dir;   // absolute
+  std::string file;  // "" for a directory
+};
+
+Result<SourceArg> CheckSource(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     return Status::NotFound("source " + path + ": " + ErrnoText(errno));
   }
-  if (!S_ISDIR(st.st_mode)) {
-    return Status::InvalidArgument("source " + path + " is not a directory (give the pack " +
-                                   "directory holding pack-0000.zip)");
+  const bool tar = S_ISREG(st.st_mode) && IsTarShardName(std::filesystem::path(path).filename().string());
+  if (!S_ISDIR(st.st_mode) && !tar) {
+    return Status::InvalidArgument("source " + path + " is neither a directory (give the pack " +
+                                   "directory holding pack-0000.zip or *.tar) nor a .tar file");
   }
   char buf[PATH_MAX];
   if (!::realpath(path.c_str(), buf)) return Status::IOError("source " + path + ": " +
                                                              ErrnoText(errno), errno);
-  return std::string(buf);
+  if (!tar) return SourceArg{buf, ""};
+  std::filesystem::path real(buf);
+  return SourceArg{real.parent_path().string(), real.filename().string()};
 }
 
 // Everything resolved from the command line, before any fork.
 struct Plan {
   std::vector<std::string> sources;  // absolute
+  // Per source: the tar files given one by one in that directory (empty: the whole directory).
+  std::vector<std::vector<std::string>> shard_files;
   std::string mountpoint;            // absolute
   MountOptions mount;
   FilesystemOptions fs;
@@ -123,11 +136,23 @@ Result<Plan> MakePlan(const Cli& cli) {
   PACKFS_ASSIGN_OR_RETURN(plan.mountpoint, CheckMountpoint(cli.paths.back()));
   std::set<std::string> seen;
   for (size_t i = 0; i + 1 < cli.paths.size(); ++i) {
-    PACKFS_ASSIGN_OR_RETURN(std::string src, CheckSource(cli.paths[i]));
-    if (!seen.insert(src).second) {
-      return Status::InvalidArgument("source " + src + " is given twice");
+    PACKFS_ASSIGN_OR_RETURN(SourceArg src, CheckSource(cli.paths[i]));
+    const std::string full = src.file.empty() ? src.dir : src.dir + "/" + src.file;
+    if (!seen.insert(full).second) {
+      return Status::InvalidArgument("source " + full + " is given twice");
     }
-    plan.sources.push_back(src);
+    // Tar files given one by one are served as one pack set per directory.
+    size_t at = plan.sources.size();
+    if (!src.file.empty()) {
+      for (size_t j = 0; j < plan.sources.size(); ++j) {
+        if (plan.sources[j] == src.dir && !plan.shard_files[j].empty()) at = j;
+      }
+    }
+    if (at == plan.sources.size()) {
+      plan.sources.push_back(src.dir);
+      plan.shard_files.emplace_back();
+    }
+    if (!src.file.empty()) plan.shard_files[at].push_back(src.file);
   }
   plan.fs.uid = plan.mount.uid.value_or(::getuid());
   plan.fs.gid = plan.mount.gid.value_or(::getgid());
@@ -161,8 +186,9 @@ Result<Plan> MakePlan(const Cli& cli) {
 
 Result<std::unique_ptr<Filesystem>> OpenFilesystem(const Plan& plan, const Logger& log) {
   std::vector<std::unique_ptr<PackSet>> sets;
-  for (const auto& src : plan.sources) {
-    PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<PackSet> set, PackSet::Open(src, plan.pack));
+  for (size_t i = 0; i < plan.sources.size(); ++i) {
+    PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<PackSet> set,
+                            PackSet::Open(plan.sources[i], plan.pack, plan.shard_files[i]));
     sets.push_back(std::move(set));
   }
   PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<Filesystem> fs,
@@ -273,8 +299,8 @@ int Daemonize(const Plan& plan) {
 int main(int argc, char** argv) {
   using namespace packfs;
   Cli cli;
-  CLI::App app{"packfs: mount pack sets (directories of STORED zip shards) read-only.\n"
-               "Several SOURCEs merge into one tree.",
+  CLI::App app{"packfs: mount pack sets (directories of STORED zip shards, or tar shards: .tar "
+               "files or directories of them) read-only.\nSeveral SOURCEs merge into one tree.",
                "packfs"};
   app.set_version_flag("--version", std::string("packfs ") + PACKFS_VERSION + " (git " +
                                         PACKFS_GIT_REV + ")");

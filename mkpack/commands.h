@@ -17,5 +17,6 @@ void RegisterVerify(CLI::App& app, int* exit_code);
 void RegisterLs(CLI::App& app, int* exit_code);
 void RegisterUnpack(CLI::App& app, int* exit_code);
 void RegisterResolve(CLI::App& app, int* exit_code);
+void RegisterConvertWds(CLI::App& app, int* exit_code);
 
 }  // namespace packfs::mkpack

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   packfs::mkpack::RegisterLs(app, &exit_code);
   packfs::mkpack::RegisterUnpack(app, &exit_code);
   packfs::mkpack::RegisterResolve(app, &exit_code);
+  packfs::mkpack::RegisterConvertWds(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,262 @@
+// `mkpack convert-wds SRC... DST`: converts WebDataset tar shards into a pack set. Member bytes
+// are copied unchanged from the tars (a PackInput is a byte range of the tar) into STORED zip
+// shards, one WebDataset sample never split across zip shards.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/key.h"
+#include "core/pack_set.h"
+#include "core/pack_writer.h"
+#include "core/tar_reader.h"
+#include "mkpack/commands.h"
+#include "mkpack/pack_cli.h"
+
+namespace packfs::mkpack {
+namespace {
+
+struct ConvertArgs {
+  std::vector<std::string> paths;  // SRC... DST
+  bool shard_prefix = false;
+  std::string max_pack_bytes = "4294967296";
+  uint64_t max_members = kDefaultMaxMembers;
+  std::string align = "auto";
+  bool reproducible = false;
+  int jobs = 1;
+  bool json = false;
+  bool no_catalog = false;
+  bool dry_run = false;
+  bool no_fsync = false;
+};
+
+using Clock = std::chrono::steady_clock;
+
+// The tars named by SRC arguments: files as given, directories' *.tar files in name order.
+Result<std::vector<std::string>> ListTars(const std::vector<std::string>& srcs) {
+  std::vector<std::string> tars;
+  std::unordered_set<std::string> seen;
+  for (const std::string& src : srcs) {
+    std::error_code ec;
+    std::vector<std::string> found;
+    if (std::filesystem::is_directory(src, ec)) {
+      for (const auto& ent : std::filesystem::directory_iterator(src, ec)) {
+        const std::string name = ent.path().filename().string();
+        if (IsTarShardName(name) && ent.is_regular_file(ec)) found.push_back(ent.path().string());
+      }
+      if (ec) return Status::IOError("cannot list " + src + ": " + ec.message());
+      if (found.empty()) return Status::NotFound(src + " holds no *.tar files");
+      std::sort(found.begin(), found.end());
+    } else if (std::filesystem::is_regular_file(src, ec)) {
+      found.push_back(src);
+    } else {
+      return Status::NotFound("source " + src + " is neither a tar file nor a directory");
+    }
+    for (auto& t : found) {
+      std::string canon = std::filesystem::weakly_canonical(t, ec).string();
+      if (!seen.insert(canon).second) return Status::InvalidArgument("tar " + t + " is given twice");
+      tars.push_back(std::move(t));
+    }
+  }
+  return tars;
+}
+
+std::string Stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
+
+struct Inputs {
+  std::vector<PackInput> inputs;
+  std::vector<std::string> problems;
+  uint64_t symlinks = 0, special = 0, hard_links = 0;
+};
+
+// Indexes every tar and turns its members into inputs; a key in two tars is an error naming both.
+Result<Inputs> CollectInputs(const std::vector<std::string>& tars, bool shard_prefix) {
+  Inputs out;
+  std::unordered_map<std::string, size_t> owner;  // key -> index in tars
+  for (size_t t = 0; t < tars.size(); ++t) {
+    PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<FileShardSource> src,
+                            FileShardSource::Open(tars[t], tars[t]));
+    PACKFS_ASSIGN_OR_RETURN(TarIndex index, ReadTarIndex(*src));
+    for (auto& p : index.problems) out.problems.push_back(std::move(p));
+    out.symlinks += index.skipped_symlinks;
+    out.special += index.skipped_special;
+    out.hard_links += index.hard_links;
+    const std::string prefix = shard_prefix ? Stem(tars[t]) + "/" : "";
+    for (const TarMember& m : index.members) {
+      PackInput in;
+      in.key = prefix + m.name;
+      PACKFS_RETURN_IF_ERROR(ValidateKey(in.key).WithPrefix(tars[t] + ": key " + QuoteKey(in.key)));
+      auto [it, fresh] = owner.emplace(in.key, t);
+      if (!fresh) {
+        return Status::AlreadyExists(
+            "key " + QuoteKey(in.key) + " is in both " + tars[it->second] + " and " + tars[t] +
+            (shard_prefix ? "" : "; use --shard-prefix to prefix keys with each tar's name"));
+      }
+      in.path = tars[t];
+      in.offset = m.data_offset;
+      in.size = m.size;
+      in.mtime = m.mtime;
+      in.whole_file = false;
+      out.inputs.push_back(std::move(in));
+    }
+  }
+  return out;
+}
+
+int RunConvert(const ConvertArgs& a) {
+  auto fail = [](const Status& st) {
+    std::fprintf(stderr, "mkpack convert-wds: %s\n", st.message().c_str());
+    return kExitError;
+  };
+  const auto t0 = Clock::now();
+  if (a.paths.size() < 2) return fail(Status::InvalidArgument("expected SRC... DST"));
+  const std::vector<std::string> srcs(a.paths.begin(), a.paths.end() - 1);
+  const std::string dst = a.paths.back();
+
+  PackOptions opts;
+  auto mpb = ParseBytes(a.max_pack_bytes);
+  if (!mpb.ok()) return fail(mpb.status().WithPrefix("--max-pack-bytes"));
+  opts.max_pack_bytes = *mpb;
+  opts.max_members = a.max_members;
+  if (a.align != "auto") {
+    char* end = nullptr;
+    long long v = std::strtoll(a.align.c_str(), &end, 10);
+    if (end == a.align.c_str() || *end != '\0' || v < 0 || v > 65535) {
+      return fail(Status::InvalidArgument("--align must be 'auto' or 0..65535, got " + a.align));
+    }
+    opts.align = v;
+  }
+  opts.group_by = GroupBy::kStem;
+  opts.reproducible = a.reproducible;
+  opts.jobs = std::max(1, a.jobs);
+  opts.sync = !a.no_fsync;
+
+  auto tars = ListTars(srcs);
+  if (!tars.ok()) return fail(tars.status());
+  auto collected = CollectInputs(*tars, a.shard_prefix);
+  if (!collected.ok()) return fail(collected.status());
+  Inputs& in = *collected;
+  for (const std::string& p : in.problems) std::fprintf(stderr, "mkpack convert-wds: %s\n", p.c_str());
+  std::unordered_set<std::string> samples;
+  for (const PackInput& i : in.inputs) samples.insert(GroupKey(i.key, GroupBy::kStem));
+
+  auto state = ScanPackDir(dst);
+  if (!state.ok()) return fail(state.status());
+  if (!state->shards.empty() || !state->temps.empty()) {
+    return fail(Status::AlreadyExists(dst + " already holds shards; convert into an empty or new "
+                                      "directory"));
+  }
+  auto plan = PlanShards(in.inputs, opts, 0);
+  if (!plan.ok()) return fail(plan.status());
+  for (const std::string& k : plan->oversized) {
+    std::fprintf(stderr, "mkpack convert-wds: note: %s is larger than --max-pack-bytes; it sits "
+                 "alone in its shard\n", QuoteKey(k).c_str());
+  }
+  for (const std::string& g : plan->split_groups) {
+    std::fprintf(stderr, "mkpack convert-wds: note: sample %s is larger than a shard and was "
+                 "split\n", QuoteKey(g).c_str());
+  }
+  if (in.symlinks > 0 || in.special > 0) {
+    std::fprintf(stderr, "mkpack convert-wds: skipped %llu symlink(s) and %llu device/FIFO "
+                 "member(s)\n", static_cast<unsigned long long>(in.symlinks),
+                 static_cast<unsigned long long>(in.special));
+  }
+  const int verdict = in.problems.empty() ? kExitOk : kExitProblems;
+  if (a.dry_run) {
+    for (const PlannedShard& s : plan->shards) {
+      std::printf("%s\t%zu members\t%llu data bytes\t%llu bytes\n", s.name.c_str(),
+                  s.members.size(), static_cast<unsigned long long>(s.data_bytes),
+                  static_cast<unsigned long long>(s.bytes));
+    }
+    std::printf("total\t%zu shards\t%zu samples\t%zu members\t%llu bytes\tfrom %zu tars\n",
+                plan->shards.size(), samples.size(), in.inputs.size(),
+                static_cast<unsigned long long>(plan->shard_bytes), tars->size());
+    return verdict;
+  }
+
+  if (::mkdir(dst.c_str(), 0755) != 0 && errno != EEXIST) {
+    return fail(Status::IOError("cannot create " + dst + ": " + ErrnoText(errno), errno));
+  }
+  const bool tty = ::isatty(STDERR_FILENO) == 1;
+  ProgressBar bar(in.inputs.size(), plan->data_bytes);
+  ProgressFn progress;
+  if (tty) progress = [&bar](const WriteProgress& p) { bar.Update(p); };
+  Status st = WriteShards(dst, in.inputs, *plan, opts, progress);
+  if (tty) bar.Clear();
+  if (!st.ok()) return fail(st);
+  if (!a.no_catalog) {
+    auto cat = RefreshCatalog(dst, opts.jobs);
+    if (!cat.ok()) return fail(cat.status().WithPrefix("shards are complete but the catalog failed"));
+  }
+
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double mbps = secs > 0 ? plan->data_bytes / secs / 1e6 : 0;
+  std::fprintf(stderr,
+               "mkpack convert-wds: %zu tars -> %zu samples, %zu files, %llu bytes, %zu shards in "
+               "%.2f s (%.1f MB/s)%s\n",
+               tars->size(), samples.size(), in.inputs.size(),
+               static_cast<unsigned long long>(plan->data_bytes), plan->shards.size(), secs, mbps,
+               in.problems.empty() ? ""
+                                   : (", " + std::to_string(in.problems.size()) +
+                                      " member(s) refused").c_str());
+  if (a.json) {
+    std::printf(
+        "{\"tars\": %zu, \"samples\": %zu, \"files\": %zu, \"bytes\": %llu, \"shards\": %zu, "
+        "\"shard_bytes\": %llu, \"seconds\": %.3f, \"mb_per_s\": %.1f, \"hard_links\": %llu, "
+        "\"skipped_symlinks\": %llu, \"skipped_special\": %llu, \"problems\": %zu, "
+        "\"oversized\": %zu, \"split_samples\": %zu}\n",
+        tars->size(), samples.size(), in.inputs.size(),
+        static_cast<unsigned long long>(plan->data_bytes), plan->shards.size(),
+        static_cast<unsigned long long>(plan->shard_bytes), secs, mbps,
+        static_cast<unsigned long long>(in.hard_links), static_cast<unsigned long long>(in.symlinks),
+        static_cast<unsigned long long>(in.special), in.problems.size(), plan->oversized.size(),
+        plan->split_groups.size());
+  }
+  return verdict;
+}
+
+}  // namespace
+
+void RegisterConvertWds(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<ConvertArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "convert-wds",
+      "Convert WebDataset tar shards (SRC: .tar files or directories of them) into a pack set in "
+      "DST. Member bytes are copied unchanged; keys are the member names (leading ./ dropped). "
+      "A sample (directory + name up to its first dot) never straddles two zip shards unless it "
+      "alone is larger than one (reported). Tar formats: ustar, GNU, pax (GNU tar, Python "
+      "tarfile). Hard links become copies; symlinks, devices and FIFOs are skipped and counted; "
+      "sparse members and damaged or truncated tails are refused (listed; exit status 1).\n"
+      "Exit status: 0 ok, 1 converted but some members were refused, 2 usage or I/O error.");
+  sub->add_option("paths", args->paths, "SRC... DST")->required()->expected(2, -1);
+  sub->add_flag("--shard-prefix", args->shard_prefix,
+                "prefix every key with its tar's name without .tar (\"shard-000/000123.jpg\"), for "
+                "tars whose keys repeat");
+  sub->add_option("--max-pack-bytes", args->max_pack_bytes,
+                  "zip shard size limit counting every header and padding byte; suffixes K, M, G, "
+                  "T (binary)")
+      ->capture_default_str();
+  sub->add_option("--max-members", args->max_members, "members per shard at most")
+      ->capture_default_str();
+  sub->add_option("--align", args->align,
+                  "data alignment: 'auto' = 4096 for members of 1 MiB or more; N = every member's "
+                  "data starts on an N-byte boundary (0: none)")
+      ->capture_default_str();
+  sub->add_flag("--reproducible", args->reproducible, "fixed times (1980-01-01) in the zip shards");
+  sub->add_option("--jobs,-j", args->jobs, "reader threads prefetching small members")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  sub->add_flag("--json", args->json, "print the summary as JSON on stdout");
+  sub->add_flag("--no-catalog", args->no_catalog, "do not write .packfs-catalog.sqlite");
+  sub->add_flag("--dry-run", args->dry_run,
+                "index the tars and print the plan (shards, members, bytes); write nothing");
+  sub->add_flag("--no-fsync", args->no_fsync, "skip fsync (faster; not crash-safe)");
+  sub->callback([args, exit_code] { *exit_code = RunConvert(*args); });
+}
+
+}  // namespace packfs::mkpack

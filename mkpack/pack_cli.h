@@ -1,0 +1,34 @@
+// Helpers shared by the packing subcommands (`mkpack pack`, `mkpack convert-wds`): byte-count
+// options, binary-unit sizes, and the terminal progress bar. Not thread-safe; one bar per command.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "core/pack_writer.h"
+#include "core/status.h"
+
+namespace packfs::mkpack {
+
+// "4294967296", "4G", "512MiB", "1.5G" (binary units).
+Result<uint64_t> ParseBytes(const std::string& s);
+
+// "1.5 GiB" (binary units).
+std::string Human(double bytes);
+
+// Terminal progress on stderr: files, bytes, rate, ETA; redrawn at most 10 times a second.
+class ProgressBar {
+ public:
+  ProgressBar(uint64_t files, uint64_t bytes);
+  void Update(const WriteProgress& p, bool force = false);
+  void Clear();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  uint64_t files_, bytes_;
+  Clock::time_point start_, last_{};
+  bool drawn_ = false;
+};
+
+}  // namespace packfs::mkpack
