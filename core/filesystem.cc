@@ -208,7 +208,7 @@ Result<size_t> Filesystem::Read(uint64_t ino, uint64_t offset, std::span<uint8_t
   std::vector<uint8_t> scratch;
   PACKFS_ASSIGN_OR_RETURN(std::span<const uint8_t> got,
                           ReadCopy(ino, offset, buf.size(), &scratch));
-  std::memcpy(buf.data(), got.data(), got.size());
+  if (!got.empty()) std::memcpy(buf.data(), got.data(), got.size());
   return got.size();
 }
 

@@ -278,7 +278,7 @@ Result<size_t> PackSet::Read(const Node& file, uint64_t offset, std::span<uint8_
   std::vector<uint8_t> scratch;
   PACKFS_ASSIGN_OR_RETURN(std::span<const uint8_t> got,
                           ReadCopy(file, offset, buf.size(), &scratch));
-  std::memcpy(buf.data(), got.data(), got.size());
+  if (!got.empty()) std::memcpy(buf.data(), got.data(), got.size());
   return got.size();
 }
 

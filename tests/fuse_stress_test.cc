@@ -151,7 +151,12 @@ TEST(FuseStressTest, SixteenThreadsOfRandomReadsCheckEveryByte) {
   EXPECT_EQ(errors.load(), 0u) << failures;
   ASSERT_GT(warm, 0);
   // Flat: under 10% growth (plus 1 MiB so allocator noise on a small baseline is not a leak).
-  EXPECT_LE(end, warm + warm / 10 + 1024) << "daemon memory grew under a steady load";
+  // Not under ASan, whose quarantine keeps freed memory by design (LeakSanitizer covers leaks
+  // there).
+  const char* sanitized = std::getenv("PACKFS_SANITIZED");
+  if (!sanitized || std::string(sanitized) != "1") {
+    EXPECT_LE(end, warm + warm / 10 + 1024) << "daemon memory grew under a steady load";
+  }
 }
 
 }  // namespace
