@@ -13,6 +13,7 @@
 
 #include "core/crc32.h"
 #include "core/key.h"
+#include "core/shard_format.h"
 #include "core/unique_fd.h"
 
 namespace packfs {
@@ -71,6 +72,12 @@ bool Exists(const std::string& path) {
 
 Result<UnpackReport> UnpackPackSet(const PackSet& set, const std::string& out_dir,
                                    const UnpackOptions& opts) {
+  const auto& shards = set.catalog().shards();
+  if (!shards.empty() && ShardFormatOf(shards[0].name) == ShardFormat::kTar) {
+    return Status::InvalidArgument(
+        set.dir() + " holds tar shards (" + shards[0].name + "): extract them with `tar -xf` "
+        "(mkpack unpack checks zip members' CRC-32, which tar does not record)");
+  }
   std::vector<Item> items;
   items.reserve(set.catalog().totals().files);
   PACKFS_RETURN_IF_ERROR(set.catalog().ForEachFile([&](const std::string& key, const Node& n) {

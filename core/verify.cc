@@ -11,6 +11,7 @@
 #include "core/crc32.h"
 #include "core/key.h"
 #include "core/pack_set.h"
+#include "core/shard_format.h"
 
 namespace packfs {
 
@@ -71,6 +72,12 @@ Status CheckMemberCrcs(const ShardSource& src, const std::vector<ZipMember>& mem
 
 Result<VerifyReport> VerifyPackDir(const std::string& dir, int threads) {
   PACKFS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListShardFiles(dir));
+  if (!names.empty() && ShardFormatOf(names[0]) == ShardFormat::kTar) {
+    return Status::InvalidArgument(
+        dir + " holds tar shards (" + names[0] + "), which record no checksums to verify; "
+        "mkpack verify checks zip pack sets: convert the tars with `mkpack convert-wds` (or "
+        "mount them as they are)");
+  }
   VerifyReport report;
   report.shards = names.size();
 

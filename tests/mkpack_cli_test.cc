@@ -296,6 +296,28 @@ TEST(MkpackCliTest, VerifyFindsADamagedByte) {
   EXPECT_TRUE(fs::exists(tmp / "out/j/2.bin"));
 }
 
+// A directory of tars is a pack set for ls, resolve and mounting, but verify and unpack (which
+// check CRC-32s that tar does not record) say so and what to use instead.
+TEST(MkpackCliTest, VerifyAndUnpackOfTarShardsSayWhatToUse) {
+  testing::TempDir tmp;
+  testing::WriteFile(tmp / "src/000001.jpg", "jpeg bytes");
+  testing::WriteFile(tmp / "src/000001.json", "{}");
+  ASSERT_EQ(::mkdir((tmp / "shards").c_str(), 0755), 0);
+  ASSERT_EQ(testing::Run({"tar", "cf", tmp / "shards/shard-000000.tar", "-C", tmp / "src", "."})
+                .exit_code,
+            0);
+  RunResult v = Mkpack({"verify", tmp / "shards"});
+  EXPECT_EQ(v.exit_code, 2);
+  EXPECT_NE(v.err.find("shard-000000.tar"), std::string::npos) << v.err;
+  EXPECT_NE(v.err.find("mkpack convert-wds"), std::string::npos) << v.err;
+  RunResult u = Mkpack({"unpack", tmp / "shards", tmp / "out"});
+  EXPECT_EQ(u.exit_code, 2);
+  EXPECT_NE(u.err.find("tar -xf"), std::string::npos) << u.err;
+  RunResult ls = Mkpack({"ls", tmp / "shards"});
+  EXPECT_EQ(ls.exit_code, 0) << ls.err;
+  EXPECT_EQ(ls.out, "000001.jpg\n000001.json\n");
+}
+
 TEST(MkpackCliTest, UsageErrorsExitTwo) {
   EXPECT_EQ(Mkpack({"verify"}).exit_code, 2);
   EXPECT_EQ(Mkpack({"frobnicate"}).exit_code, 2);
