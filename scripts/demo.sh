@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job, end to end: install dependencies, build, generate a sample media folder, pack it,
-# list, resolve and verify it, then mount it with packfs and read from it.
+# list, resolve and verify it, mount it with packfs and read from it (ffprobe of a packed video);
+# then convert a WebDataset (tar shards) to a pack set and mount the tars as they are.
 # Usage: scripts/demo.sh [WORKDIR]   (default: a temporary directory, removed at the end)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,6 +62,28 @@ if [[ -x "$bin/packfs" ]]; then
   echo "$ diff -r $work/src $mnt"
   diff -r "$work/src" "$mnt" && echo "identical"
   step ffprobe -v error -show_entries stream=codec_name,width,height,nb_frames -of compact "$mnt/clips/clip0.mp4"
+  step fusermount3 -u "$mnt"
+
+  echo
+  echo "== a WebDataset: two tar shards of samples (NNNNNN.jpg + NNNNNN.json), as Python's tarfile writes them"
+  mkdir -p "$work/wds"
+  python3 - "$work/src" "$work/wds" <<'PY'
+import sys, tarfile
+src, out = sys.argv[1], sys.argv[2]
+for shard in range(2):
+    with tarfile.open(f"{out}/shard-{shard:06d}.tar", "w", format=tarfile.PAX_FORMAT) as t:
+        for i in range(shard * 150, shard * 150 + 150):
+            t.add(f"{src}/images/{i + 1:04d}.jpg", arcname=f"{i:06d}.jpg")
+            t.add(f"{src}/labels/{i:03d}.json", arcname=f"{i:06d}.json")
+PY
+  step ls -l "$work/wds"
+  step "$bin/mkpack" convert-wds "$work/wds" "$work/wds-pack"
+  step "$bin/packfs" "$work/wds" "$mnt"
+  step_head 4 ls -l "$mnt"
+  echo
+  echo "$ cmp $mnt/000042.json <(unzip -p $work/wds-pack/pack-0000.zip 000042.json)"
+  cmp "$mnt/000042.json" <(unzip -p "$work/wds-pack/pack-0000.zip" 000042.json) && echo "identical"
+  step cat "$mnt/000042.json"
   step fusermount3 -u "$mnt"
 fi
 echo
