@@ -31,7 +31,7 @@ step_head() {
   shift
   printf '\n$ %s | head -%s\n' "$*" "$n"
   out=$("$@")
-  printf '%s\n' "$out" | head -n "$n"
+  printf '%s\n' "$out" | sed -n "1,${n}p"  # sed reads it all: no SIGPIPE
 }
 
 echo "== generating a sample dataset in $work/src"
@@ -42,7 +42,7 @@ for i in 0 1; do
   ffmpeg -loglevel error -f lavfi -i "testsrc2=size=320x240:rate=25:duration=$((2 + i))" \
     -c:v libx264 -bf 2 -pix_fmt yuv420p "$work/src/clips/clip$i.mp4"
 done
-for i in $(seq -w 0 299); do echo "{\"id\": $i, \"label\": $((10#$i % 7))}" > "$work/src/labels/$i.json"; done
+for i in $(seq -w 0 299); do echo "{\"id\": $((10#$i)), \"label\": $((10#$i % 7))}" > "$work/src/labels/$i.json"; done
 echo "$(find "$work/src" -type f | wc -l) files, $(du -sh "$work/src" | cut -f1)"
 
 step "$bin/mkpack" pack "$work/src" "$work/media" --max-pack-bytes 4000000
