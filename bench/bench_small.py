@@ -72,8 +72,9 @@ def make_contenders(ds, args, work):
                             only_threads=(8,)))
     cs.append(Contender("squashfuse", mnt("squashfuse"),
                         ["squashfuse", ds.ensure_squash(), mnt("squashfuse")]))
-    # A tar contender (packfs over a tar pack set, once `mkpack convert-wds` lands) goes here,
-    # built by a Dataset.ensure_* like the others.
+    # packfs over the same files as tar shards (mounted as they are, with a catalog).
+    cs.append(Contender("packfs (tar)", mnt("packfs-tar"),
+                        [packfs, ds.ensure_tarset(), mnt("packfs-tar")]))
     cs.append(Contender("fuse-zip", mnt("fuse-zip"), ["fuse-zip", "-r", ds.ensure_onezip(),
                                                        mnt("fuse-zip")]))
     cs.append(Contender("archivemount", mnt("archivemount"),

@@ -194,6 +194,7 @@ class Dataset:
         self.packdir = os.path.join(work, "ds", "media")
         self.onezip = os.path.join(work, "one", "one.zip")
         self.squash = os.path.join(work, "img.squashfs")
+        self.tardir = os.path.join(work, "tars", "shards")
         self.mkpack = os.path.join(args.build, "mkpack")
         self._stamp = os.path.join(work, "src.done")
 
@@ -268,6 +269,25 @@ class Dataset:
                     "100000000", "--max-pack-bytes", "1T", self.src, d], stderr=subprocess.DEVNULL)
             os.rename(os.path.join(d, "pack-0000.zip"), self.onezip)
         return self.onezip
+
+    def ensure_tarset(self):
+        """The same files as tar shards (WebDataset-style, about 10 tars made by GNU tar, whole
+        directories each) with a catalog from `mkpack catalog`, mounted by packfs as they are."""
+        self.ensure_src()
+        done = self.tardir + ".done"
+        if not os.path.exists(done):
+            print("data: tar shards", flush=True)
+            shutil.rmtree(self.tardir, ignore_errors=True)
+            os.makedirs(self.tardir)
+            with self.building("tar shards"):
+                dirs = sorted(os.listdir(self.src))
+                per = max(1, (len(dirs) + 9) // 10)
+                for i in range(0, len(dirs), per):
+                    sh(["tar", "cf", os.path.join(self.tardir, "shard-%06d.tar" % (i // per)),
+                        "-C", self.src] + dirs[i:i + per])
+                sh([self.mkpack, "catalog", self.tardir], stderr=subprocess.DEVNULL)
+            open(done, "w").close()
+        return self.tardir
 
     def ensure_squash(self):
         self.ensure_src()
