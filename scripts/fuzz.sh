@@ -20,23 +20,42 @@ cmake --build build-fuzz --target "${targets[@]}"
 fixtures=${PACKFS_FIXTURES_DIR:-../shared/fixtures}
 work=$(mktemp -d /tmp/packfs-fuzz.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-for t in "${targets[@]}"; do
-  name=${t%_fuzz}
+# One target: seeds into a scratch corpus, run, report. Returns non-zero on a finding.
+run_one() {
+  local t=$1 name=${1%_fuzz}
   mkdir -p "$work/$name" "$work/$name-artifacts"
   cp tests/fuzz/corpus/"$name"/* "$work/$name"/ 2>/dev/null || true
   if [[ $name == zip_index && -d $fixtures/interop ]]; then
     find "$fixtures/interop" -name '*.zip' -size -64k -exec cp -t "$work/$name" {} + 2>/dev/null || true
   fi
-  echo "== $t for ${secs}s ($(ls "$work/$name" | wc -l) seeds)"
   if ! ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       build-fuzz/tests/fuzz/"$t" -max_total_time="$secs" -max_len=65536 -timeout=20 -rss_limit_mb=2048 \
       -print_final_stats=1 -artifact_prefix="$work/$name-artifacts/" "$work/$name" \
       >"$work/$name.log" 2>&1; then
+    echo "== $t: FAILURE"
     tail -40 "$work/$name.log"
     mkdir -p fuzz-crashes
     cp "$work/$name-artifacts"/* fuzz-crashes/ 2>/dev/null || true
     echo "fuzz: $t found a failure; reproducer(s) copied to fuzz-crashes/" >&2
-    exit 1
+    return 1
   fi
-  grep -E "stat::number_of_executed_units|cov:" "$work/$name.log" | tail -2
+  echo "== $t for ${secs}s: $(grep -E '^stat::number_of_executed_units' "$work/$name.log" |
+    awk '{print $2}') inputs, $(grep -E 'DONE' "$work/$name.log" | grep -oE "cov: [0-9]+" | cut -d" " -f2) edges"
+}
+
+# As many targets at once as there are cores.
+failed=0
+running=0
+for t in "${targets[@]}"; do
+  run_one "$t" &
+  running=$((running + 1))
+  if ((running >= $(nproc))); then
+    wait -n || failed=1
+    running=$((running - 1))
+  fi
 done
+while ((running > 0)); do
+  wait -n || failed=1
+  running=$((running - 1))
+done
+exit "$failed"
