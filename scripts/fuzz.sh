@@ -8,15 +8,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
-cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
-  -DCMAKE_CXX_COMPILER=clang++ -DPACKFS_FUZZ=ON -DPACKFS_WERROR=ON >/dev/null
+# PACKFS_FUZZ_BUILD: an existing build configured with -DPACKFS_FUZZ=ON (CI reuses its ASan
+# build); otherwise build-fuzz is configured here.
+build=${PACKFS_FUZZ_BUILD:-build-fuzz}
+if [[ -z ${PACKFS_FUZZ_BUILD:-} ]]; then
+  cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+    -DCMAKE_CXX_COMPILER=clang++ -DPACKFS_FUZZ=ON -DPACKFS_WERROR=ON >/dev/null
+fi
 if [[ $# -gt 0 ]]; then
   targets=("$@")
 else
   targets=()
   for f in tests/fuzz/*_fuzz.cc; do targets+=("$(basename "$f" .cc)"); done
 fi
-cmake --build build-fuzz --target "${targets[@]}"
+cmake --build "$build" --target "${targets[@]}"
 fixtures=${PACKFS_FIXTURES_DIR:-../shared/fixtures}
 work=$(mktemp -d /tmp/packfs-fuzz.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -29,7 +34,7 @@ run_one() {
     find "$fixtures/interop" -name '*.zip' -size -64k -exec cp -t "$work/$name" {} + 2>/dev/null || true
   fi
   if ! ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      build-fuzz/tests/fuzz/"$t" -max_total_time="$secs" -max_len=65536 -timeout=20 -rss_limit_mb=2048 \
+      "$build"/tests/fuzz/"$t" -max_total_time="$secs" -max_len=65536 -timeout=20 -rss_limit_mb=2048 \
       -print_final_stats=1 -artifact_prefix="$work/$name-artifacts/" "$work/$name" \
       >"$work/$name.log" 2>&1; then
     echo "== $t: FAILURE"

@@ -19,7 +19,10 @@ echo "== tests (g++)"
 
 if [[ "${1:-}" != "--fast" ]]; then
   echo "== clang build with ASan + UBSan (-Werror)"
-  CC=clang CXX=clang++ scripts/build.sh build-asan -DPACKFS_WERROR=ON -DPACKFS_SANITIZE=ON
+  # The same build carries libFuzzer's coverage instrumentation and the fuzz targets, so the
+  # fuzzing step below needs no build of its own.
+  CC=clang CXX=clang++ scripts/build.sh build-asan -DPACKFS_WERROR=ON -DPACKFS_SANITIZE=ON \
+    -DPACKFS_FUZZ=ON
   echo "== tests (clang, ASan + UBSan)"
   # Sanitizer reports also go to files: a daemonized packfs has no stderr, so without a log
   # path its findings would be lost. Any report file fails the run.
@@ -34,7 +37,7 @@ if [[ "${1:-}" != "--fast" ]]; then
   fi
   rm -rf "$sanlogs"
   echo "== fuzzing (each target ${PACKFS_FUZZ_SECONDS:-45} s; scripts/fuzz.sh for longer runs)"
-  scripts/fuzz.sh "${PACKFS_FUZZ_SECONDS:-45}"
+  PACKFS_FUZZ_BUILD=build-asan scripts/fuzz.sh "${PACKFS_FUZZ_SECONDS:-45}"
 fi
 
 echo "== quick bench (smoke test: checks bytes, never speed)"
