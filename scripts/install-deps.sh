@@ -9,6 +9,14 @@ pkgs=(g++ clang libclang-rt-14-dev cmake ninja-build pkg-config git
       nginx-light curl
       unzip zip python3 ffmpeg attr tar coreutils util-linux
       groff-base man-db procps)
+# The LeRobot test-data generator writes parquet with Node.js (scripts/lerobot-parquet). Debian's
+# nodejs/npm only when no node/npm is on PATH: a NodeSource nodejs bundles npm and conflicts with
+# Debian's npm package.
+if ! command -v node >/dev/null; then
+  pkgs+=(nodejs npm)
+elif ! command -v npm >/dev/null; then
+  pkgs+=(npm)
+fi
 if [[ "${1:-}" == "--bench" ]]; then
   pkgs+=(fio fuse-zip archivemount squashfs-tools squashfuse gnuplot-nox hyperfine time)
 fi

@@ -313,12 +313,14 @@ def generate(args):
                  col("task_index", "int64", [task_of[e] for e in frame_ep])]
     task_cols = [col("task_index", "int64", list(range(args.tasks))),
                  col("__index_level_0__", "string", TASK_TEXTS[:args.tasks])]
+    t_meta = time.monotonic()
     write_parquet({"files": [
         {"path": os.path.join(out, "meta/episodes/chunk-000/file-000.parquet"), "columns": ep_cols},
         {"path": os.path.join(out, "data/chunk-000/file-000.parquet"), "columns": data_cols},
         {"path": os.path.join(out, "meta/tasks.parquet"), "columns": task_cols},
     ]}, workdir)
     shutil.rmtree(workdir, ignore_errors=True)
+    t_parquet = time.monotonic() - t_meta
 
     def scalar(dtype):
         return {"dtype": dtype, "shape": [1], "names": None}
@@ -366,7 +368,7 @@ def generate(args):
     total = time.monotonic() - t0
     print(f"make-lerobot-dataset: {n} episodes x {len(cams)} cameras ({args.codec}, {distinct} distinct encodes), "
           f"{len(placements)} files per camera, {total_frames} frames; encode {t_encode:.1f}s, "
-          f"join {t_join:.1f}s, total {total:.1f}s -> {out}", file=sys.stderr)
+          f"join {t_join:.1f}s, parquet {t_parquet:.1f}s, total {total:.1f}s -> {out}", file=sys.stderr)
 
 
 def main(argv):

@@ -14,6 +14,13 @@ for tool in node npm ffmpeg ffprobe python3; do
   fi
 done
 
+# The generator installs its parquet writer on first use; without the npm registry that is a skip.
+if [[ ! -d $root/scripts/lerobot-parquet/node_modules ]] &&
+   ! npm ci --silent --no-audit --no-fund --prefix "$root/scripts/lerobot-parquet"; then
+  echo "SKIP: npm ci in scripts/lerobot-parquet failed (no registry?)"
+  exit 77
+fi
+
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -41,38 +48,47 @@ for ds in h264 av1; do
 done
 
 python3 - "$tmp" <<'EOF'
-import json, os, subprocess, sys
+import concurrent.futures, json, os, subprocess, sys, tempfile
 
 tmp = sys.argv[1]
 errors = []
+
+def load(name):
+    with open(os.path.join(tmp, name)) as f:
+        return json.load(f)
 
 def check(cond, msg):
     if not cond:
         errors.append(msg)
 
-def frames(path):
+def probe(path):
+    """(frame count and codec as ffprobe counts them, MD5 per packet, MD5 per decoded picture)."""
     out = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-count_packets", "-show_entries",
                           "stream=nb_read_packets,codec_name", "-of", "json", path],
                          check=True, capture_output=True, text=True).stdout
     s = json.loads(out)["streams"][0]
-    return int(s["nb_read_packets"]), s["codec_name"]
+    # One ffmpeg run, two outputs: packets as stored (stream copy) and decoded pictures.
+    with tempfile.TemporaryDirectory() as d:
+        subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-map", "0:v", "-c", "copy", "-f", "framemd5",
+                        f"{d}/p", "-map", "0:v", "-fps_mode", "passthrough", "-f", "framemd5", f"{d}/d"], check=True)
+        h = [[l.split(",")[-1].strip() for l in open(f"{d}/{k}") if l.strip() and not l.startswith("#")]
+             for k in ("p", "d")]
+    return int(s["nb_read_packets"]), s["codec_name"], h[0], h[1]
 
-def hashes(path, decode):
-    """MD5 per packet (stream copy) or per decoded picture, in order."""
-    codec = ["-fps_mode", "passthrough"] if decode else ["-c", "copy"]
-    out = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-map", "0:v"] + codec + ["-f", "framemd5", "-"],
-                         check=True, capture_output=True, text=True).stdout
-    return [l.split(",")[-1].strip() for l in out.splitlines() if l and not l.startswith("#")]
+paths = set()
+for ds in ("h264", "av1"):
+    man = load(ds + ".manifest.json")
+    for cam in man["cameras"]:
+        paths.update(os.path.join(tmp, ds, fi["path"]) for fi in man["files"][cam])
+    paths.update(c["original"] for ep in man["episodes"] for c in ep["cameras"].values())
+with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+    probed = dict(zip(sorted(paths), pool.map(probe, sorted(paths))))
 
 def moov_first(path):
     with open(path, "rb") as f:
         head = f.read(64 * 1024)
     m, d = head.find(b"moov"), head.find(b"mdat")
     return m != -1 and (d == -1 or m < d)
-
-def load(name):
-    with open(os.path.join(tmp, name)) as f:
-        return json.load(f)
 
 for ds, codec, expect_files in (("h264", "h264", 2), ("av1", "av1", 2)):
     out = os.path.join(tmp, ds)
@@ -90,7 +106,7 @@ for ds, codec, expect_files in (("h264", "h264", 2), ("av1", "av1", 2)):
             path = os.path.join(out, fi["path"])
             want = info["video_path"].format(video_key=cam, chunk_index=fi["chunk_index"], file_index=fi["file_index"])
             check(fi["path"] == want, f"{ds}: {fi['path']} is not video_path {want}")
-            got, cname = frames(path)
+            got, cname, joined, joined_pics = probed[path]
             lens = [man["episodes"][e]["length"] for e in fi["episodes"]]
             check(got == sum(lens), f"{ds}: {fi['path']} has {got} frames, episodes sum to {sum(lens)}")
             check(cname == codec, f"{ds}: {fi['path']} codec {cname}")
@@ -99,12 +115,11 @@ for ds, codec, expect_files in (("h264", "h264", 2), ("av1", "av1", 2)):
             # except that for H.264 the concat demuxer (auto_convert) puts SPS/PPS in band into the
             # first packet of each episode. Decoded pictures are identical for both codecs.
             origs = [man["episodes"][e]["cameras"][cam]["original"] for e in fi["episodes"]]
-            joined = hashes(path, False)
-            orig = sum((hashes(o, False) for o in origs), [])
+            orig = sum((probed[o][2] for o in origs), [])
             firsts = {sum(lens[:i]) for i in range(len(lens))} if codec == "h264" else set()
             check(len(joined) == len(orig) and all(a == b for i, (a, b) in enumerate(zip(joined, orig)) if i not in firsts),
                   f"{ds}: {fi['path']} packets differ from its episodes' originals")
-            check(hashes(path, True) == sum((hashes(o, True) for o in origs), []),
+            check(joined_pics == sum((probed[o][3] for o in origs), []),
                   f"{ds}: {fi['path']} decodes to other pictures than its episodes' originals")
             prev_to = None
             for e in fi["episodes"]:
@@ -117,7 +132,7 @@ for ds, codec, expect_files in (("h264", "h264", 2), ("av1", "av1", 2)):
                 prev_to = c["from_timestamp"] + c["frames"] / man["fps"]
     for ep in man["episodes"]:
         for cam, c in ep["cameras"].items():
-            got, _ = frames(c["original"])
+            got = probed[c["original"]][0]
             check(got == ep["length"], f"{ds}: original {c['original']} has {got} frames, length {ep['length']}")
 
     # Episodes parquet, read back by hyparquet, against the manifest.
