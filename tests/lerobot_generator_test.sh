@@ -73,7 +73,12 @@ def probe(path):
                         f"{d}/p", "-map", "0:v", "-fps_mode", "passthrough", "-f", "framemd5", f"{d}/d"], check=True)
         h = [[l.split(",")[-1].strip() for l in open(f"{d}/{k}") if l.strip() and not l.startswith("#")]
              for k in ("p", "d")]
-    return int(s["nb_read_packets"]), s["codec_name"], h[0], h[1]
+    # Presentation time of each decoded picture as the stream stores it (ffmpeg's framemd5 output
+    # would re-quantize it to the encoder's time base).
+    out = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pts_time",
+                          "-of", "csv=p=0", path], check=True, capture_output=True, text=True).stdout
+    pts = [float(l.strip().rstrip(",")) for l in out.split()]
+    return int(s["nb_read_packets"]), s["codec_name"], h[0], h[1], pts
 
 paths = set()
 for ds in ("h264", "av1"):
@@ -106,7 +111,7 @@ for ds, codec, expect_files in (("h264", "h264", 2), ("av1", "av1", 2)):
             path = os.path.join(out, fi["path"])
             want = info["video_path"].format(video_key=cam, chunk_index=fi["chunk_index"], file_index=fi["file_index"])
             check(fi["path"] == want, f"{ds}: {fi['path']} is not video_path {want}")
-            got, cname, joined, joined_pics = probed[path]
+            got, cname, joined, joined_pics, pic_pts = probed[path]
             lens = [man["episodes"][e]["length"] for e in fi["episodes"]]
             check(got == sum(lens), f"{ds}: {fi['path']} has {got} frames, episodes sum to {sum(lens)}")
             check(cname == codec, f"{ds}: {fi['path']} codec {cname}")
@@ -121,6 +126,21 @@ for ds, codec, expect_files in (("h264", "h264", 2), ("av1", "av1", 2)):
                   f"{ds}: {fi['path']} packets differ from its episodes' originals")
             check(joined_pics == sum((probed[o][3] for o in origs), []),
                   f"{ds}: {fi['path']} decodes to other pictures than its episodes' originals")
+            # Oracle for the timestamps: in the decoded joined file, the picture at from_timestamp is
+            # the episode's first picture, and the episode's last picture lies before to_timestamp.
+            first = 0
+            for e in fi["episodes"]:
+                c = man["episodes"][e]["cameras"][cam]
+                last = first + c["frames"] - 1
+                check(abs(pic_pts[first] - c["from_timestamp"]) < 2e-6,
+                      f"{ds}: episode {e} starts at {pic_pts[first]} in {fi['path']}, from_timestamp {c['from_timestamp']}")
+                if man["short_to"] and e % 2 == 1:  # a frame short: to_timestamp is the last picture's time
+                    check(abs(pic_pts[last] - c["to_timestamp"]) < 1e-5,
+                          f"{ds}: short episode {e}: last picture {pic_pts[last]}, to_timestamp {c['to_timestamp']}")
+                else:
+                    check(pic_pts[last] < c["to_timestamp"] - 1e-5,
+                          f"{ds}: episode {e} last picture {pic_pts[last]} not before to_timestamp {c['to_timestamp']}")
+                first = last + 1
             prev_to = None
             for e in fi["episodes"]:
                 c = man["episodes"][e]["cameras"][cam]
