@@ -221,6 +221,9 @@ Result<std::optional<std::string>> Filesystem::GetXattr(uint64_t ino,
   }
   SourceNode src = ToSource(node);
   std::string value;
+  if (src.set->raw_members() && (name == kXattrRef || name == kXattrCrc32)) {
+    return std::optional<std::string>();  // a loose or synthesized file: no zip member behind it
+  }
   if (name == kXattrRef) {
     PACKFS_ASSIGN_OR_RETURN(std::string key, catalog_->KeyOf(node));
     value = src.set->Ref(key, src.node);
@@ -245,6 +248,9 @@ Result<std::vector<std::string>> Filesystem::ListXattr(uint64_t ino) const {
   if (node.is_dir()) {
     if (node.id == kRootId) return std::vector<std::string>{kXattrStats};
     return std::vector<std::string>{};
+  }
+  if (ToSource(node).set->raw_members()) {
+    return std::vector<std::string>{kXattrShard, kXattrOffset, kXattrSize};
   }
   return std::vector<std::string>{kXattrRef, kXattrShard, kXattrOffset, kXattrSize, kXattrCrc32};
 }

@@ -41,6 +41,13 @@ Status InputChanged(const PackInput& in, uint64_t got) {
 }
 
 Status ReadInput(const PackInput& in, std::vector<uint8_t>* out, uint32_t* crc) {
+  if (in.source) {
+    out->resize(in.size);
+    PACKFS_ASSIGN_OR_RETURN(size_t got, in.source->ReadAt(in.offset, *out));
+    if (got != in.size) return InputChanged(in, got);
+    *crc = Crc32(0, out->data(), out->size());
+    return Status::OK();
+  }
   PACKFS_ASSIGN_OR_RETURN(UniqueFd fd, OpenInput(in));
   // One spare byte: a whole file that grew shows it in the same read(2).
   uint64_t want = in.whole_file ? in.size + 1 : in.size;
@@ -67,6 +74,7 @@ Status ReadInput(const PackInput& in, std::vector<uint8_t>* out, uint32_t* crc) 
 }
 
 Result<InputStream> InputStream::Open(const PackInput& in) {
+  if (in.source) return InputStream(UniqueFd(), &in);
   PACKFS_ASSIGN_OR_RETURN(UniqueFd fd, OpenInput(in));
   return InputStream(std::move(fd), &in);
 }
@@ -86,6 +94,12 @@ Result<size_t> InputStream::Read(std::span<uint8_t> buf) {
     return size_t{0};
   }
   size_t ask = static_cast<size_t>(std::min<uint64_t>(buf.size(), in.size - done_));
+  if (in.source) {
+    PACKFS_ASSIGN_OR_RETURN(size_t k, in.source->ReadAt(in.offset + done_, buf.subspan(0, ask)));
+    if (k == 0) return InputChanged(in, done_);
+    done_ += k;
+    return k;
+  }
   while (true) {
     ssize_t k = in.whole_file ? ::read(fd_.get(), buf.data(), ask)
                               : ::pread(fd_.get(), buf.data(), ask,

@@ -10,12 +10,14 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/shard_source.h"
 #include "core/status.h"
 #include "core/unique_fd.h"
 
@@ -28,6 +30,11 @@ struct PackInput {
   uint64_t size = 0;       // byte count, known before writing (as stat or a tar header says)
   int64_t mtime = 0;       // seconds since the epoch
   bool whole_file = true;  // the bytes are all of `path`: growth or shrinkage is refused
+  // When set, the bytes are [offset, offset + size) of this source instead of `path` (which then
+  // only names the input in messages): a member of another pack set, or synthesized content such
+  // as a LeRobot episode video sliced from a multi-episode MP4.
+  std::shared_ptr<const ShardSource> source;
+  std::string group;  // for GroupBy::kInput: inputs with the same group share a shard
 };
 
 // Streams one input. Read() returns 0 once `size` bytes were delivered; a file that turned out

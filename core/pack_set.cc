@@ -19,11 +19,12 @@ namespace packfs {
 
 struct PackSet::Impl {
   Impl(std::vector<ShardInfo> shards, std::vector<std::string> files, std::vector<std::string> refs,
-       size_t max_open, std::string hint, uint64_t max_id)
+       size_t max_open, std::string hint, uint64_t max_id, ShardOpener opener = nullptr)
       : ref_paths(refs),
         file_paths(files),
         refresh_hint(hint),
-        pool(std::move(shards), std::move(files), std::move(refs), max_open, std::move(hint)),
+        pool(std::move(shards), std::move(files), std::move(refs), max_open, std::move(hint),
+             std::move(opener)),
         checked_words(max_id / 64 + 1),
         checked(new std::atomic<uint64_t>[checked_words]) {
     for (size_t i = 0; i < checked_words; ++i) checked[i].store(0, std::memory_order_relaxed);
@@ -179,6 +180,62 @@ Result<std::unique_ptr<PackSet>> PackSet::Open(const std::string& dir_in,
   return ps;
 }
 
+Result<std::unique_ptr<PackSet>> PackSet::FromSources(std::string label, const CatalogData& data,
+                                                     std::vector<std::string> file_paths,
+                                                     std::vector<std::string> ref_paths,
+                                                     ShardOpener opener) {
+  if (file_paths.size() != data.shards.size() || ref_paths.size() != data.shards.size()) {
+    return Status::InvalidArgument("PackSet::FromSources: one file and ref path per shard");
+  }
+  std::unique_ptr<PackSet> ps(new PackSet());
+  ps->dir_ = std::move(label);
+  ps->raw_members_ = true;
+  PACKFS_ASSIGN_OR_RETURN(ps->catalog_, Catalog::FromData(data));
+  for (const auto& p : ps->catalog_->problems()) ps->warnings_.push_back(p);
+  const CatalogTotals& t = ps->catalog_->totals();
+  ps->impl_ = std::make_unique<Impl>(ps->catalog_->shards(), std::move(file_paths),
+                                     std::move(ref_paths), DefaultMaxOpenShards(),
+                                     "remount to see the current files", t.files + t.directories,
+                                     std::move(opener));
+  return ps;
+}
+
+namespace {
+
+// A member's bytes seen as a source of their own, read through its pack set.
+class PackMemberSource final : public ShardSource {
+ public:
+  PackMemberSource(const PackSet& set, std::string key, const Node& file)
+      : set_(set), key_(std::move(key)), file_(file) {}
+  const std::string& name() const override { return key_; }
+  uint64_t size() const override { return file_.size; }
+  Result<size_t> ReadAt(uint64_t offset, std::span<uint8_t> buf) const override {
+    if (offset >= file_.size || buf.empty()) return size_t{0};
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), file_.size - offset));
+    PACKFS_RETURN_IF_ERROR(set_.CheckMember(file_));
+    PACKFS_ASSIGN_OR_RETURN(ShardLease shard, set_.OpenShard(file_.shard));
+    PACKFS_ASSIGN_OR_RETURN(size_t got,
+                            shard->ReadAt(file_.data_offset + offset, buf.subspan(0, n)));
+    if (got != n) {
+      return Status::Stale(set_.ShardRefPath(file_.shard) + ": short read of member " +
+                           QuoteKey(key_) + " (the shard shrank?)");
+    }
+    return n;
+  }
+
+ private:
+  const PackSet& set_;
+  std::string key_;
+  Node file_;
+};
+
+}  // namespace
+
+std::shared_ptr<const ShardSource> PackSet::MemberSource(const std::string& key,
+                                                         const Node& file) const {
+  return std::make_shared<PackMemberSource>(*this, key, file);
+}
+
 std::string PackSet::ShardRefPath(uint32_t shard) const {
   return shard < impl_->ref_paths.size() ? impl_->ref_paths[shard] : std::string();
 }
@@ -207,7 +264,7 @@ void PackSet::Impl::MarkChecked(uint64_t id) {
 }
 
 Status PackSet::CheckMember(const Node& file) const {
-  if (impl_->Checked(file.id)) return Status::OK();
+  if (raw_members_ || impl_->Checked(file.id)) return Status::OK();
   PACKFS_ASSIGN_OR_RETURN(ShardLease src, OpenShard(file.shard));
   return CheckMemberAgainst(file, *src);
 }
@@ -251,7 +308,7 @@ Result<std::span<const uint8_t>> PackSet::ReadCopy(const Node& file, uint64_t of
                          std::to_string(at) + " (the shard shrank?); run `mkpack catalog " +
                          dir_ + "`");
   };
-  const bool checked = impl_->Checked(file.id);
+  const bool checked = raw_members_ || impl_->Checked(file.id);
   if (checked || file.local_header_offset > at || at - file.local_header_offset > kHeadedReadGap) {
     if (!checked) PACKFS_RETURN_IF_ERROR(CheckMemberAgainst(file, *src));
     if (scratch->size() < n) scratch->resize(n);

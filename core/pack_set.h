@@ -40,8 +40,6 @@ struct PackSetOptions {
   size_t max_open_shards = 0; // 0: derived from RLIMIT_NOFILE
 };
 
-// A shard opened for reading; keeps its fd open while held.
-using ShardLease = std::shared_ptr<const FileShardSource>;
 
 class PackSet {
  public:
@@ -55,7 +53,24 @@ class PackSet {
   static Result<std::unique_ptr<PackSet>> Open(const std::string& dir, const PackSetOptions& opts,
                                                const std::vector<std::string>& shard_files);
 
+  // A set over shards that are not zip/tar files of a directory: every file node of `data` is a
+  // whole source (data_offset 0, no member header to check), shard i opened through `opener`
+  // when first read and kept in the bounded pool. Used for a dataset's loose files and for
+  // synthesized files (LeRobot episode videos). `label` names the set in messages;
+  // `file_paths[i]` / `ref_paths[i]` are what xattrs and messages call shard i.
+  static Result<std::unique_ptr<PackSet>> FromSources(std::string label, const CatalogData& data,
+                                                      std::vector<std::string> file_paths,
+                                                      std::vector<std::string> ref_paths,
+                                                      ShardOpener opener);
+
+  // The bytes of file `file` as a source of their own (offset 0 = its first data byte; name =
+  // `key`). Reads go through this set's pool and once-per-member header check; the set must
+  // outlive the returned source.
+  std::shared_ptr<const ShardSource> MemberSource(const std::string& key, const Node& file) const;
+
   const std::string& dir() const { return dir_; }
+  // True for FromSources sets: files are whole sources, with no blob reference or CRC of their own.
+  bool raw_members() const { return raw_members_; }
   const Catalog& catalog() const { return *catalog_; }
   const std::vector<std::string>& warnings() const { return warnings_; }
   bool using_catalog_file() const { return using_catalog_file_; }
@@ -101,6 +116,7 @@ class PackSet {
   std::unique_ptr<Catalog> catalog_;
   std::vector<std::string> warnings_;
   bool using_catalog_file_ = false;
+  bool raw_members_ = false;  // FromSources: no member headers
 };
 
 // Lists the shard files of a pack directory in index order ("pack-0000.zip", ...); a directory

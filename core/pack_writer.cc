@@ -77,6 +77,10 @@ std::string GroupKey(const std::string& key, GroupBy by) {
   return (dir.empty() ? "" : dir + "/") + base.substr(0, dot);
 }
 
+std::string GroupKey(const PackInput& in, GroupBy by) {
+  return by == GroupBy::kInput ? in.group : GroupKey(in.key, by);
+}
+
 Result<PackPlan> PlanShards(const std::vector<PackInput>& inputs, const PackOptions& opts,
                             uint64_t first_index) {
   if (opts.align > 65535) {
@@ -93,7 +97,7 @@ Result<PackPlan> PlanShards(const std::vector<PackInput>& inputs, const PackOpti
   } else {
     std::unordered_map<std::string, size_t> index;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      std::string g = GroupKey(inputs[i].key, opts.group_by);
+      std::string g = GroupKey(inputs[i], opts.group_by);
       auto [it, inserted] = index.emplace(g, groups.size());
       if (inserted) {
         groups.emplace_back();

@@ -32,6 +32,7 @@ enum class GroupBy {
   kNone,
   kDir,   // same parent directory
   kStem,  // WebDataset sample: directory + basename up to its first dot
+  kInput, // PackInput::group, as the caller set it (e.g. one LeRobot episode's cameras)
 };
 
 inline constexpr uint64_t kDefaultMaxPackBytes = 4294967296ull;  // 4 GiB
@@ -58,8 +59,9 @@ struct PackOptions {
 // The zip member spec of an input under `opts` (alignment policy, reproducible time).
 ZipMemberSpec MemberSpec(const PackInput& in, const PackOptions& opts);
 
-// The group an input belongs to ("" for kNone: every input is its own group).
+// The group an input belongs to ("" for kNone: every input is its own group; kInput: in.group).
 std::string GroupKey(const std::string& key, GroupBy by);
+std::string GroupKey(const PackInput& in, GroupBy by);
 
 struct PlannedShard {
   uint64_t index = 0;

@@ -34,12 +34,13 @@ size_t DefaultMaxOpenShards() {
 
 ShardPool::ShardPool(std::vector<ShardInfo> shards, std::vector<std::string> file_paths,
                      std::vector<std::string> ref_paths, size_t max_open,
-                     std::string refresh_hint)
+                     std::string refresh_hint, ShardOpener opener)
     : shards_(std::move(shards)),
       file_paths_(std::move(file_paths)),
       ref_paths_(std::move(ref_paths)),
       max_open_(std::max<size_t>(max_open, 1)),
       refresh_hint_(std::move(refresh_hint)),
+      opener_(std::move(opener)),
       slots_(new Slot[shards_.size()]) {}
 
 ShardPool::~ShardPool() = default;
@@ -120,6 +121,13 @@ Result<ShardLease> ShardPool::Get(uint32_t shard) {
       lru_.splice(lru_.begin(), lru_, slot.lru_pos);
       return slot.src;
     }
+  }
+  if (opener_) {
+    Result<ShardLease> opened = opener_(shard);
+    if (!opened.ok()) return opened.status();
+    std::lock_guard<std::mutex> lock(mu_);
+    InsertLocked(slot, shard, *opened);
+    return std::move(opened).value();
   }
   Result<std::unique_ptr<FileShardSource>> file =
       FileShardSource::Open(file_paths_[shard], ref_paths_[shard]);

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -26,8 +27,6 @@
 
 namespace packfs {
 
-using ShardLease = std::shared_ptr<const FileShardSource>;
-
 // Half the soft RLIMIT_NOFILE minus a margin for other fds (FUSE, SQLite, stdio), at least 4.
 size_t DefaultMaxOpenShards();
 
@@ -37,7 +36,8 @@ class ShardPool {
   // `ref_paths[i]` names it in messages; `refresh_hint` ends stale messages
   // ("run `mkpack catalog media` to refresh it").
   ShardPool(std::vector<ShardInfo> shards, std::vector<std::string> file_paths,
-            std::vector<std::string> ref_paths, size_t max_open, std::string refresh_hint);
+            std::vector<std::string> ref_paths, size_t max_open, std::string refresh_hint,
+            ShardOpener opener = nullptr);
   ~ShardPool();
   ShardPool(const ShardPool&) = delete;
   ShardPool& operator=(const ShardPool&) = delete;
@@ -58,6 +58,7 @@ class ShardPool {
   std::vector<std::string> ref_paths_;
   size_t max_open_;
   std::string refresh_hint_;
+  ShardOpener opener_;  // empty: open file_paths_ and validate against shards_
   std::unique_ptr<Slot[]> slots_;
 
   mutable std::mutex mu_;  // guards every Slot::src and lru position, lru_, open_

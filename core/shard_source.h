@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -26,7 +27,16 @@ class ShardSource {
   // Reads min(buf.size(), size() - offset) bytes at `offset` into buf and returns how many were
   // read; fewer than asked only at end of source. Thread-safe.
   virtual Result<size_t> ReadAt(uint64_t offset, std::span<uint8_t> buf) const = 0;
+  // A file descriptor whose bytes at the same offsets are this source's (for zero-copy replies),
+  // or -1 when the bytes are synthesized or remote.
+  virtual int fd() const { return -1; }
 };
+
+// A shard opened for reading; keeps its fd (or connection state) alive while held.
+using ShardLease = std::shared_ptr<const ShardSource>;
+// Opens shard i of a set whose shards are not the zip/tar files of a pack directory (loose files,
+// synthesized content, remote objects); it validates what it opens itself. Thread-safe.
+using ShardOpener = std::function<Result<ShardLease>(uint32_t shard)>;
 
 // Reads exactly buf.size() bytes at offset or fails with a Corruption status naming `what`
 // ("truncated: <shard> ends at N, <what> needs bytes up to M").
@@ -52,7 +62,7 @@ class FileShardSource final : public ShardSource {
   Result<size_t> ReadAt(uint64_t offset, std::span<uint8_t> buf) const override;
 
   const FileStat& stat() const { return stat_; }
-  int fd() const { return fd_.get(); }
+  int fd() const override { return fd_.get(); }
 
  private:
   FileShardSource(UniqueFd fd, std::string name, FileStat st)

@@ -168,10 +168,14 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
       }
     } in_flight{stats, start};
     if (off < 0) return (void)fuse_reply_err(req, EINVAL);
+    Result<ReadExtent> ext = ReadExtent{};
     if (s.config.zero_copy && size >= s.config.zero_copy_min) {
-      Result<ReadExtent> ext = s.fs->PrepareRead(ino, static_cast<uint64_t>(off), size);
+      ext = s.fs->PrepareRead(ino, static_cast<uint64_t>(off), size);
       if (!ext.ok()) return ReplyStatus(req, "read", ext.status());
       if (ext->length == 0) return (void)fuse_reply_buf(req, nullptr, 0);
+    }
+    // Synthesized files (no fd behind their bytes) take the copying path below.
+    if (ext->lease && ext->lease->fd() >= 0) {
       // The reply's data is a window of the shard fd: libfuse splices it into /dev/fuse (or
       // preads it into its buffer) without another copy of ours. The lease keeps the fd open
       // until fuse_reply_data returns.
