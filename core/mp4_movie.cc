@@ -29,6 +29,9 @@ class Mp4MovieParser {
 };
 
 namespace {
+// Times beyond 2^48 ticks (over 8,900 years at 1 kHz) are damage; the bound keeps
+// dts + cts - shift far from int64 overflow.
+constexpr uint64_t kMaxTime = uint64_t{1} << 48;
 std::vector<uint8_t> Copy(std::span<const uint8_t> s) { return {s.begin(), s.end()}; }
 }  // namespace
 
@@ -178,6 +181,7 @@ Status Mp4MovieParser::ParseEdits(const Box* edts, Mp4Track* t, std::string* ski
     r.Skip(4);  // media rate
     if (media_time == -1) {
       if (have_media) continue;  // a trailing empty edit presents nothing
+      if (dur > kMaxTime) return Fail("elst empty edit is absurdly long");
       empty_movie_time += dur;
       continue;
     }
@@ -185,15 +189,18 @@ Status Mp4MovieParser::ParseEdits(const Box* edts, Mp4Track* t, std::string* ski
       *skip_reason = "has an edit list with several media edits, which packfs cannot slice";
       return Status::OK();
     }
-    if (media_time < 0) return Fail("elst media_time is negative");
+    if (media_time < 0 || media_time > static_cast<int64_t>(kMaxTime)) {
+      return Fail("elst media_time " + std::to_string(media_time) + " is out of range");
+    }
     have_media = true;
     t->presentation_shift = media_time;
   }
   // Leading empty edits delay presentation; express them in media time.
   if (empty_movie_time > 0) {
-    if (empty_movie_time > (uint64_t{1} << 40)) return Fail("elst empty edit is absurdly long");
-    auto delay = static_cast<int64_t>(empty_movie_time * t->timescale / m_->movie_timescale_);
-    t->presentation_shift -= delay;
+    if (empty_movie_time > kMaxTime) return Fail("elst empty edits are absurdly long");
+    double delay = static_cast<double>(empty_movie_time) * t->timescale / m_->movie_timescale_;
+    if (delay > static_cast<double>(kMaxTime)) return Fail("elst empty edits are absurdly long");
+    t->presentation_shift -= static_cast<int64_t>(delay);
   }
   return Status::OK();
 }
