@@ -47,23 +47,22 @@ TEST(LeRobotMetaTest, EpisodesOfRealDataset) {
   const auto& eps = *r;
   ASSERT_EQ(eps.size(), 4u);
   const uint64_t lengths[] = {373, 374, 372, 373};
-  // The timestamps LeRobot wrote: cumulative frames / 30 as float64 (to of one = from of the next).
-  const double from[] = {0.0, 373.0 / 30, 747.0 / 30, 1119.0 / 30};
-  const double to[] = {373.0 / 30, 747.0 / 30, 1119.0 / 30, 1492.0 / 30};
+  // The exact float64 timestamps LeRobot wrote (to of one episode = from of the next).
+  const double from[] = {0.0, 12.433333333333334, 24.9, 37.3};
+  const double to[] = {12.433333333333334, 24.9, 37.3, 49.733333333333334};
   for (size_t i = 0; i < 4; ++i) {
     SCOPED_TRACE("episode " + std::to_string(i));
     EXPECT_EQ(eps[i].index, i);
     EXPECT_EQ(eps[i].length, lengths[i]);
-    ASSERT_EQ(eps[i].tasks.size(), 1u);
-    EXPECT_FALSE(eps[i].tasks[0].empty());
+    EXPECT_EQ(eps[i].tasks, std::vector<std::string>{"Pick the orange cube and place it in the box"});
     ASSERT_EQ(eps[i].videos.size(), 2u);
     for (size_t v = 0; v < 2; ++v) {
       const EpisodeVideo& ev = eps[i].videos[v];
       EXPECT_EQ(ev.video_key, info.video_keys[v]);
       EXPECT_EQ(ev.chunk_index, 0u);
       EXPECT_EQ(ev.file_index, 0u);
-      EXPECT_NEAR(ev.from_timestamp, from[i], 1e-9);
-      EXPECT_NEAR(ev.to_timestamp, to[i], 1e-9);
+      EXPECT_EQ(ev.from_timestamp, from[i]);
+      EXPECT_EQ(ev.to_timestamp, to[i]);
       if (i > 0) {
         EXPECT_EQ(ev.from_timestamp, eps[i - 1].videos[v].to_timestamp);
       }
@@ -76,7 +75,9 @@ TEST(LeRobotMetaTest, EpisodesOfRealDataset) {
     }
   }
   EXPECT_EQ(eps[0].videos[0].from_timestamp, 0.0);
-  EXPECT_EQ(eps[2].videos[1].from_timestamp, 24.9);  // the exact double LeRobot wrote
+  EXPECT_EQ(LeRobotEpisodeJsonLine(eps[1]),
+            "{\"episode_index\":1,\"tasks\":[\"Pick the orange cube and place it in the box\"],"
+            "\"length\":374}");
 }
 
 TEST(LeRobotMetaTest, DuplicateEpisodesAcrossFiles) {
