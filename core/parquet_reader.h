@@ -1,0 +1,82 @@
+// A small Parquet reader for the metadata tables of LeRobot datasets: opens the footer of a file
+// read through a ShardSource (a loose file or a member inside a pack set) and reads whole columns
+// by dotted path. Supports what pyarrow writes for such tables: DATA_PAGE v1 and DICTIONARY_PAGE,
+// UNCOMPRESSED and SNAPPY, PLAIN and dictionary encodings, INT32/INT64/FLOAT/DOUBLE/BOOLEAN/
+// BYTE_ARRAY leaves, OPTIONAL columns (nulls) and 3-level LISTs of strings. Anything else is a
+// NotSupported status naming the file, the column and the feature — never a wrong value. Only the
+// byte ranges of the requested column chunks are read.
+//
+// Thread-safety: a ParquetFile is immutable after Open; its Read* methods may run concurrently
+// (the ShardSource contract is thread-safe positional reads).
+// Ownership: a ParquetFile keeps a pointer to the ShardSource, which must outlive it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/parquet_pages.h"
+#include "core/parquet_thrift.h"
+#include "core/shard_source.h"
+#include "core/status.h"
+
+namespace packfs {
+
+// Caps on what one read may allocate, checked before allocating (a few bytes of run-length
+// encoding or a footer can declare billions of values). The defaults are far above any LeRobot
+// metadata file (episodes tables have thousands of rows, data files about a million).
+struct ParquetOptions {
+  uint64_t max_footer_bytes = uint64_t{64} << 20;
+  uint64_t max_column_values = uint64_t{1} << 26;    // level entries per column read
+  uint64_t max_column_bytes = uint64_t{1} << 30;     // decoded bytes per column read
+};
+
+class ParquetFile {
+ public:
+  // Reads and decodes the footer only. Fails with Corruption (bad magic, truncated file, bad
+  // footer) or NotSupported (encrypted footer, columns in other files), naming src.name().
+  static Result<ParquetFile> Open(const ShardSource& src, const ParquetOptions& options = {});
+
+  const std::string& name() const { return src_->name(); }
+  uint64_t num_rows() const { return num_rows_; }
+  const std::string& created_by() const { return meta_.created_by; }
+  // Dotted leaf paths in schema order, e.g. "episode_index", "tasks.list.element",
+  // "videos/observation.images.front/from_timestamp" (names may themselves hold dots).
+  std::vector<std::string> column_paths() const;
+  bool HasColumn(std::string_view path) const;
+
+  // Flat (non-repeated) columns, one entry per row; nullopt for a null. ReadInt64 accepts INT32,
+  // INT64 and BOOLEAN leaves, ReadDouble FLOAT and DOUBLE, ReadString BYTE_ARRAY. A missing column
+  // is NotFound; a type mismatch or a repeated column is InvalidArgument.
+  Result<std::vector<std::optional<int64_t>>> ReadInt64(std::string_view path) const;
+  Result<std::vector<std::optional<double>>> ReadDouble(std::string_view path) const;
+  Result<std::vector<std::optional<std::string>>> ReadString(std::string_view path) const;
+  // A 3-level LIST of strings named by its top-level group (e.g. "tasks" for leaf
+  // "tasks.list.element"), one vector per row. A null list reads as empty; a null element fails.
+  Result<std::vector<std::vector<std::string>>> ReadStringList(std::string_view list_column) const;
+
+ private:
+  struct Leaf {
+    std::string path;              // dotted
+    std::vector<size_t> chain;     // schema indices from the top-level field down to the leaf
+    parquet::LeafShape shape;
+  };
+
+  ParquetFile(const ShardSource* src, ParquetOptions options, parquet::FileMetaData meta)
+      : src_(src), options_(options), meta_(std::move(meta)) {}
+  Status BuildLeaves();
+  Result<size_t> FindLeaf(std::string_view path) const;
+  Status ReadLeaf(size_t leaf, parquet::ColumnValues* out) const;
+  Status CheckFlat(const Leaf& leaf, const char* want, bool type_ok) const;
+  std::string Where(const Leaf& leaf) const;
+
+  const ShardSource* src_;
+  ParquetOptions options_;
+  parquet::FileMetaData meta_;
+  uint64_t num_rows_ = 0;
+  std::vector<Leaf> leaves_;
+};
+
+}  // namespace packfs

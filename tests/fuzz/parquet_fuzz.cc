@@ -1,0 +1,52 @@
+// Fuzz target: a Parquet file's bytes through the reader — footer (Thrift compact protocol),
+// schema tree, every column read with each typed reader (pages, SNAPPY, RLE/bit-packed levels,
+// dictionaries), and the LeRobot episodes reader. Nothing may crash, hang, read out of bounds or
+// allocate beyond the (lowered) limits; flat columns must have one entry per row.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <vector>
+
+#include "core/lerobot_meta.h"
+#include "core/parquet_reader.h"
+#include "core/shard_source.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  packfs::MemoryShardSource src("fuzz.parquet", std::vector<uint8_t>(data, data + size));
+  packfs::ParquetOptions opts;
+  opts.max_column_values = 1 << 20;
+  opts.max_column_bytes = 16 << 20;
+  auto f = packfs::ParquetFile::Open(src, opts);
+  if (f.ok()) {
+    for (const auto& path : f->column_paths()) {
+      auto i = f->ReadInt64(path);
+      if (i.ok() && i->size() != f->num_rows()) std::abort();
+      auto d = f->ReadDouble(path);
+      if (d.ok() && d->size() != f->num_rows()) std::abort();
+      auto s = f->ReadString(path);
+      if (s.ok() && s->size() != f->num_rows()) std::abort();
+      auto dot = path.find('.');
+      if (dot != std::string::npos) {
+        auto l = f->ReadStringList(path.substr(0, dot));
+        if (l.ok() && l->size() != f->num_rows()) std::abort();
+      }
+    }
+  }
+  packfs::LeRobotInfo info;
+  info.codebase_version = "v3.0";
+  info.fps = 30;
+  info.chunks_size = 1000;
+  info.video_path = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4";
+  info.video_keys = {"observation.images.front", "observation.images.top"};
+  auto eps = packfs::ReadLeRobotEpisodes({&src}, info);
+  if (eps.ok()) {
+    for (const auto& e : *eps) {
+      if (e.videos.size() != info.video_keys.size()) std::abort();
+      (void)packfs::LeRobotEpisodeJsonLine(e);
+      for (const auto& v : e.videos) {
+        if (!packfs::LeRobotVideoPath(info, v).ok()) std::abort();
+      }
+    }
+  }
+  return 0;
+}
