@@ -92,6 +92,10 @@ Status ParquetFile::BuildLeaves() {
                                   " children, more than its elements");
       }
       for (int32_t i = 0; i < count; ++i) {
+        // Checked per child too: a nested group before this one may have used up the elements.
+        if (next >= schema.size()) {
+          return Status::Corruption(where + ": schema ends inside group '" + Join(names) + "'");
+        }
         const size_t idx = next++;
         const SchemaElement& e = schema[idx];
         const int32_t r = e.repetition.value_or(parquet::kRequired);

@@ -363,6 +363,21 @@ TEST(ParquetReaderTest, EveryByteFlippedInTasksTable) {
   EXPECT_GT(opened, 0u);
 }
 
+// Inputs that once crashed the fuzz target (tests/fuzz/corpus/parquet/regress-*): each must be
+// rejected or read cleanly.
+TEST(ParquetReaderTest, FuzzRegressions) {
+  const std::string dir = std::string(PACKFS_SOURCE_DIR) + "/tests/fuzz/corpus/parquet/";
+  for (const char* name : {"regress-schema-overrun.parquet"}) {
+    MemoryShardSource src(name, testing::ReadBytes(dir + name));
+    auto f = ParquetFile::Open(src);
+    if (!f.ok()) {
+      EXPECT_NE(f.status().message().find(name), std::string::npos) << f.status().message();
+      continue;
+    }
+    for (const auto& p : f->column_paths()) (void)f->ReadInt64(p);
+  }
+}
+
 // A source that records which byte ranges were read (to prove unrequested columns stay unread).
 class RecordingSource final : public ShardSource {
  public:
