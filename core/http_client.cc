@@ -258,13 +258,13 @@ HttpClientStats HttpClient::stats() const {
   return s;
 }
 
+namespace {
+
 // Outcome of one attempt: OK, a final error, or an error worth another try.
 struct AttemptResult {
   Status status;
   bool retry = false;
 };
-
-namespace {
 
 // Maps a non-2xx answer to a Status; S3's XML <Code>/<Message> are quoted when present.
 Status HttpError(const std::string& what, long status, const std::string& reason,
@@ -298,8 +298,7 @@ Status HttpClient::Perform(Request& req) const {
     ~Lease() { pool->Release(h); }
   } lease{pool_.get(), h};
 
-  std::random_device rd;
-  std::mt19937_64 rng(rd());
+  std::mt19937_64 rng;  // seeded on the first retry; most requests never need it
   Status last;
   int attempt = 1;
   for (;; ++attempt) {
@@ -429,6 +428,7 @@ Status HttpClient::Perform(Request& req) const {
     // Full jitter: spreads the retries of many readers hitting one overloaded server.
     auto cap = options_.backoff_base * (int64_t{1} << std::min(attempt - 1, 20));
     cap = std::min<std::chrono::milliseconds>(cap, options_.backoff_max);
+    if (attempt == 1) rng.seed(std::random_device()());
     std::uniform_int_distribution<int64_t> dist(0, std::max<int64_t>(0, cap.count()));
     auto sleep = std::chrono::milliseconds(dist(rng));
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());

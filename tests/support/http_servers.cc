@@ -207,8 +207,13 @@ std::string MotoServer::Python(const std::string& code) const {
 }
 
 void MotoServer::SetAuth(bool on) const {
-  Python(std::string("urllib.request.urlopen(urllib.request.Request(EP + '/moto-api/reset-auth', "
-                     "data=b'") + (on ? "0" : "inf") + "', headers={'Content-Type': 'text/plain'}, method='POST')).read()\n");
+  // Plain urllib: importing boto3 costs seconds on a busy machine.
+  RunResult r = Run({"python3", "-c",
+                     "import urllib.request\n"
+                     "urllib.request.urlopen(urllib.request.Request('" + endpoint() +
+                         "/moto-api/reset-auth', data=b'" + (on ? "0" : "inf") +
+                         "', headers={'Content-Type': 'text/plain'}, method='POST')).read()\n"});
+  if (r.exit_code != 0) throw std::runtime_error("moto reset-auth failed:\n" + r.err);
 }
 
 }  // namespace packfs::testing
