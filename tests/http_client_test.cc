@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/remote_source.h"
+#include "core/remote_store.h"
 #include "core/url.h"
 #include "tests/support/http_servers.h"
 #include "tests/support/test_util.h"
@@ -268,6 +269,24 @@ TEST_F(NginxTest, ConcurrentReadersShareAFourConnectionPool) {
   EXPECT_EQ(lines, 401);
   EXPECT_GE(conns.size(), 1u);
   EXPECT_LE(conns.size(), 4u);
+}
+
+TEST_F(NginxTest, RemoteStoreMapsShardNamesToUrls) {
+  auto store = RemoteStore::Create(server_->url() + "/", S3Config{}, FastRetries());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ((*store)->s3(), nullptr);
+  auto src = (*store)->Open("dir with space/é.bin");
+  ASSERT_TRUE(src.ok()) << src.status().ToString();
+  EXPECT_EQ((*src)->name(), "dir with space/é.bin");
+  EXPECT_EQ((*src)->url(), server_->url() + "/dir%20with%20space/%C3%A9.bin");
+  auto small = (*store)->Fetch("dir with space/é.bin", 100);
+  ASSERT_TRUE(small.ok()) << small.status().ToString();
+  EXPECT_EQ(*small, "hello");
+  auto big = (*store)->Fetch("data.bin", 1000);
+  EXPECT_EQ(big.status().code(), Code::kInvalidArgument) << big.status().ToString();
+  EXPECT_EQ((*store)->Open("../etc/passwd").status().code(), Code::kInvalidArgument);
+  EXPECT_EQ((*store)->Open("missing.zip").status().code(), Code::kNotFound);
+  EXPECT_FALSE(RemoteStore::Create("ftp://x/y", S3Config{}, FastRetries()).ok());
 }
 
 // ---- fault server ------------------------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include <random>
 #include <sstream>
 
+#include "core/remote_store.h"
 #include "tests/support/http_servers.h"
 #include "tests/support/test_util.h"
 
@@ -246,6 +247,25 @@ TEST_F(S3Test, ListedObjectReadsWithoutHead) {
   std::vector<uint8_t> buf(4096);
   ASSERT_EQ(*src->ReadAt(kShardSize - 100, buf), 100u);
   EXPECT_EQ(0, std::memcmp(buf.data(), data_->data() + kShardSize - 100, 100));
+}
+
+TEST_F(S3Test, RemoteStoreOpensShardsUnderAPrefix) {
+  S3Config c;
+  c.endpoint = server_->endpoint();
+  c.access_key = *key_;
+  c.secret_key = *secret_;
+  auto store = RemoteStore::Create("s3://packfs-data/sets/a", c, HttpOptions{});
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  ASSERT_NE((*store)->s3(), nullptr);
+  auto src = (*store)->Open("media/pack-0000.zip");
+  ASSERT_TRUE(src.ok()) << src.status().ToString();
+  EXPECT_EQ((*src)->size(), kShardSize);
+  EXPECT_EQ((*src)->url(), server_->endpoint() + "/packfs-data/sets/a/media/pack-0000.zip");
+  std::vector<uint8_t> buf(1000);
+  ASSERT_EQ(*(*src)->ReadAt(12345, buf), buf.size());
+  EXPECT_EQ(0, std::memcmp(buf.data(), data_->data() + 12345, buf.size()));
+  auto missing = (*store)->Open("media/pack-0001.zip");
+  EXPECT_EQ(missing.status().code(), Code::kNotFound);
 }
 
 TEST_F(S3Test, AnonymousReadsPublicObjectsOnly) {
