@@ -1,0 +1,45 @@
+// RemoteStore: one remote pack-set location ("https://host/data" or "s3://bucket/prefix") and the
+// client that reaches it; turns shard names relative to it into RemoteShardSources and fetches
+// small whole objects (the catalog). Immutable after Create; thread-safe.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/http_client.h"
+#include "core/remote_source.h"
+#include "core/s3.h"
+#include "core/url.h"
+
+namespace packfs {
+
+class RemoteStore {
+ public:
+  // `location` as ParseUrl accepts it; `s3` is used only for s3:// locations (its endpoint,
+  // region and credentials; S3Config::FromEnvironment() is the usual source).
+  static Result<std::unique_ptr<RemoteStore>> Create(std::string_view location, S3Config s3,
+                                                     HttpOptions http);
+
+  // The full http(s) URL of `name` ("media/pack-0000.zip") under the location.
+  Result<std::string> UrlOf(std::string_view name) const;
+  // A shard source for `name`, sized by one HEAD; messages call it `name`.
+  Result<std::unique_ptr<RemoteShardSource>> Open(std::string_view name) const;
+  // The whole of a small object (e.g. ".packfs-catalog.sqlite"), at most max_bytes.
+  Result<std::string> Fetch(std::string_view name, size_t max_bytes) const;
+
+  const Url& location() const { return location_; }
+  const std::shared_ptr<HttpClient>& http() const { return http_; }
+  // Set for s3:// locations (listing), null otherwise.
+  const S3Client* s3() const { return s3_.get(); }
+
+ private:
+  RemoteStore(Url location, std::shared_ptr<HttpClient> http, std::unique_ptr<S3Client> s3)
+      : location_(std::move(location)), http_(std::move(http)), s3_(std::move(s3)) {}
+
+  Url location_;
+  std::shared_ptr<HttpClient> http_;
+  std::unique_ptr<S3Client> s3_;
+};
+
+}  // namespace packfs

@@ -1,0 +1,85 @@
+// Real HTTP and S3 servers for remote-source tests, on 127.0.0.1 with free ports, each in its own
+// temp dir: nginx (static files with ranges), tests/support/fault_server.py (misbehaviour on
+// demand) and moto_server (S3). Each object owns its child process and stops it on destruction.
+// Not thread-safe; a test (or suite) owns its servers.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+
+#include "tests/support/test_util.h"
+
+namespace packfs::testing {
+
+// A child process with stdout/stderr to a log file; SIGTERM then SIGKILL and reaped on Stop().
+class ChildProcess {
+ public:
+  ChildProcess() = default;
+  ~ChildProcess() { Stop(); }
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+  // Starts argv (PATH search) with extra "NAME=value" environment entries; false on failure.
+  bool Start(const std::vector<std::string>& argv, const std::string& log_path,
+             const std::vector<std::string>& extra_env = {});
+  void Stop();
+  bool running() const { return pid_ > 0; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// A port that was free a moment ago (bound to port 0 and released).
+int FreeLoopbackPort();
+// Polls until a TCP connect to 127.0.0.1:port works; false after timeout_ms.
+bool WaitForPort(int port, int timeout_ms);
+
+// nginx serving `root` (static files; ranges, ETag, Accept-Ranges as nginx does by default).
+class NginxServer {
+ public:
+  // Empty with *why set when nginx is not installed or does not come up.
+  static std::unique_ptr<NginxServer> Start(const std::string& root, std::string* why);
+  int port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  // Access log lines: "<connection serial> <status> <request uri>".
+  std::string AccessLog() const;
+
+ private:
+  TempDir dir_;
+  ChildProcess proc_;
+  int port_ = 0;
+};
+
+// fault_server.py serving `root` (see that file for the fault paths).
+class FaultServer {
+ public:
+  static std::unique_ptr<FaultServer> Start(const std::string& root, std::string* why);
+  int port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  TempDir dir_;
+  ChildProcess proc_;
+  int port_ = 0;
+};
+
+// moto_server (S3 emulator) with auth initially off. Setup goes through boto3 (Python()).
+class MotoServer {
+ public:
+  static std::unique_ptr<MotoServer> Start(std::string* why);
+  int port() const { return port_; }
+  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  // Runs a Python snippet with `s3` (a boto3 S3 client on this server, dummy credentials) and
+  // `iam` in scope; returns its stdout; throws std::runtime_error with stderr on failure.
+  std::string Python(const std::string& code) const;
+  // Turns moto's IAM authentication (signature and key checks) on or off.
+  void SetAuth(bool on) const;
+
+ private:
+  TempDir dir_;
+  ChildProcess proc_;
+  int port_ = 0;
+};
+
+}  // namespace packfs::testing
