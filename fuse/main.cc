@@ -25,6 +25,8 @@
 
 #include "git_rev.h"
 #include "core/filesystem.h"
+#include "core/lerobot_view.h"
+#include "core/loose_dir.h"
 #include "core/pack_set.h"
 #include "core/tar_reader.h"
 #include "fuse/logger.h"
@@ -42,6 +44,8 @@ struct Cli {
   int threads = 0;
   std::string catalog;
   std::string on_collision;
+  bool lerobot = false;
+  bool no_lerobot = false;
 };
 
 // Undoes \040-style escapes of /proc/self/mountinfo.
@@ -122,6 +126,9 @@ struct Plan {
   MountOptions mount;
   FilesystemOptions fs;
   PackSetOptions pack;
+  // LeRobot v3 datasets get the v2.1 per-episode view: when detected (kAuto), always (kOn:
+  // meta/info.json is enough), or never.
+  enum class LeRobot { kAuto, kOn, kOff } lerobot = LeRobot::kAuto;
   int threads = 8;
   bool foreground = false;
   bool debug = false;
@@ -178,19 +185,74 @@ Result<Plan> MakePlan(const Cli& cli) {
     plan.pack.catalog_use = PackSetOptions::CatalogUse::kRequire;
     plan.pack.catalog_path = catalog;
   }
+  if (cli.lerobot && cli.no_lerobot) {
+    return Status::InvalidArgument("--lerobot and --no-lerobot contradict each other");
+  }
+  plan.lerobot = cli.lerobot      ? Plan::LeRobot::kOn
+                 : cli.no_lerobot ? Plan::LeRobot::kOff
+                                  : Plan::LeRobot::kAuto;
   plan.threads = cli.threads > 0 ? cli.threads : plan.mount.threads.value_or(8);
   plan.debug = cli.debug || plan.mount.debug;
   plan.foreground = cli.foreground || plan.debug;
   return plan;
 }
 
+// A directory without shards that holds meta/info.json is a LeRobot dataset kept as plain files.
+bool IsLooseDataset(const std::string& dir, const std::vector<std::string>& shard_files) {
+  if (!shard_files.empty()) return false;
+  Result<std::vector<std::string>> shards = ListShardFiles(dir);
+  struct stat st;
+  return shards.ok() && shards->empty() && ::stat((dir + "/meta/info.json").c_str(), &st) == 0;
+}
+
+// The LeRobot v2.1 view of `set` when it is (or is told to be) a LeRobot v3 dataset; null when
+// it is not one.
+Result<std::unique_ptr<PackSet>> MaybeLeRobotView(const Plan& plan, const PackSet& set,
+                                                  const Logger& log) {
+  if (plan.lerobot == Plan::LeRobot::kOff) return std::unique_ptr<PackSet>();
+  PACKFS_ASSIGN_OR_RETURN(std::optional<LeRobotInfo> info, ReadLeRobotInfo(set));
+  if (!info) {
+    if (plan.lerobot == Plan::LeRobot::kOn) {
+      return Status::NotFound("--lerobot: " + set.dir() + " holds no meta/info.json");
+    }
+    return std::unique_ptr<PackSet>();
+  }
+  if (!IsLeRobotV3(*info)) {
+    if (plan.lerobot == Plan::LeRobot::kOn) {
+      log.Warning(set.dir() + "/meta/info.json says codebase_version '" +
+                  info->codebase_version + "'; reading it as v3 as --lerobot asks");
+    } else {
+      return std::unique_ptr<PackSet>();  // v2.x already has one file per episode
+    }
+  }
+  if (plan.lerobot == Plan::LeRobot::kAuto) {
+    // Already converted (`mkpack convert-lerobot` adds meta/episodes.jsonl beside the v3 tables
+    // and stores the episode files themselves): nothing to synthesize.
+    PACKFS_ASSIGN_OR_RETURN(std::optional<Node> jsonl, set.catalog().Find("meta/episodes.jsonl"));
+    if (jsonl) return std::unique_ptr<PackSet>();
+  }
+  LeRobotViewOptions opts;
+  PACKFS_ASSIGN_OR_RETURN(LeRobotPlan lr, PlanLeRobotView(set, *info, opts));
+  return OpenLeRobotView(set, std::move(lr), opts);
+}
+
 Result<std::unique_ptr<Filesystem>> OpenFilesystem(const Plan& plan, const Logger& log) {
   std::vector<std::unique_ptr<PackSet>> sets;
+  std::vector<std::unique_ptr<PackSet>> views;
   for (size_t i = 0; i < plan.sources.size(); ++i) {
-    PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<PackSet> set,
-                            PackSet::Open(plan.sources[i], plan.pack, plan.shard_files[i]));
+    std::unique_ptr<PackSet> set;
+    if (IsLooseDataset(plan.sources[i], plan.shard_files[i])) {
+      PACKFS_ASSIGN_OR_RETURN(set, OpenLooseDirectory(plan.sources[i], ""));
+    } else {
+      PACKFS_ASSIGN_OR_RETURN(set, PackSet::Open(plan.sources[i], plan.pack, plan.shard_files[i]));
+    }
+    Result<std::unique_ptr<PackSet>> view = MaybeLeRobotView(plan, *set, log);
+    if (!view.ok()) return view.status().WithPrefix("LeRobot view of " + plan.sources[i]);
     sets.push_back(std::move(set));
+    if (*view) views.push_back(std::move(view).value());
   }
+  // Views read through their datasets, so they come last (and are destroyed last).
+  for (auto& v : views) sets.push_back(std::move(v));
   PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<Filesystem> fs,
                           Filesystem::Open(std::move(sets), plan.fs));
   for (const auto& w : fs->warnings()) log.Warning(w);
@@ -319,6 +381,11 @@ int main(int argc, char** argv) {
                  "(default: <SOURCE>/.packfs-catalog.sqlite when present and fresh)");
   app.add_option("--on-collision", cli.on_collision,
                  "a key in two sources: error (default), first or last wins");
+  app.add_flag("--lerobot", cli.lerobot,
+               "serve the SOURCE as a LeRobot v3 dataset (one MP4 per episode at the v2.1 "
+               "paths, meta/episodes.jsonl) even if meta/info.json does not say v3.x");
+  app.add_flag("--no-lerobot", cli.no_lerobot,
+               "serve a LeRobot v3 dataset's files only, without the per-episode view");
   CLI11_PARSE(app, argc, argv);
 
   Result<Plan> plan = MakePlan(cli);

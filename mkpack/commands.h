@@ -18,5 +18,6 @@ void RegisterLs(CLI::App& app, int* exit_code);
 void RegisterUnpack(CLI::App& app, int* exit_code);
 void RegisterResolve(CLI::App& app, int* exit_code);
 void RegisterConvertWds(CLI::App& app, int* exit_code);
+void RegisterConvertLeRobot(CLI::App& app, int* exit_code);
 
 }  // namespace packfs::mkpack

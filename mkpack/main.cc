@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   packfs::mkpack::RegisterUnpack(app, &exit_code);
   packfs::mkpack::RegisterResolve(app, &exit_code);
   packfs::mkpack::RegisterConvertWds(app, &exit_code);
+  packfs::mkpack::RegisterConvertLeRobot(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

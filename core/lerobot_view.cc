@@ -1,0 +1,255 @@
+// The LeRobot v2.1 view of a v3 dataset: planning the episode files, opening them lazily (see
+// lerobot_view.h).
+#include "core/lerobot_view.h"
+
+#include <algorithm>
+#include <atomic>
+#include <list>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "core/key.h"
+#include "core/mp4_movie.h"
+#include "core/mp4_slice.h"
+#include "core/mp4_slice_source.h"
+
+namespace packfs {
+namespace {
+
+constexpr uint64_t kMaxMetaFileBytes = 256ull << 20;  // info.json / episodes parquet sanity bound
+
+Result<std::optional<Node>> FindFile(const PackSet& set, const std::string& key) {
+  PACKFS_ASSIGN_OR_RETURN(std::optional<Node> node, set.catalog().Find(key));
+  if (node && node->is_dir()) return std::optional<Node>();
+  return node;
+}
+
+Result<std::string> ReadWhole(const PackSet& set, const std::string& key, const Node& node) {
+  if (node.size > kMaxMetaFileBytes) {
+    return Status::InvalidArgument(key + " is " + std::to_string(node.size) +
+                                   " bytes; metadata files over 256 MiB are refused");
+  }
+  std::string text(node.size, '\0');
+  std::shared_ptr<const ShardSource> src = set.MemberSource(key, node);
+  PACKFS_ASSIGN_OR_RETURN(size_t got, src->ReadAt(0, std::span<uint8_t>(
+                                                         reinterpret_cast<uint8_t*>(text.data()),
+                                                         text.size())));
+  text.resize(got);
+  return text;
+}
+
+// Keys of the *.parquet files under directory `dir_key`, in key order.
+Status ListParquet(const PackSet& set, const Node& dir, const std::string& dir_key,
+                   std::vector<std::pair<std::string, Node>>* out) {
+  std::vector<Node> children;
+  PACKFS_RETURN_IF_ERROR(set.catalog().List(dir, 0, dir.child_count, &children));
+  for (const Node& c : children) {
+    std::string key = dir_key + "/" + c.name;
+    if (c.is_dir()) {
+      PACKFS_RETURN_IF_ERROR(ListParquet(set, c, key, out));
+    } else if (key.size() > 8 && key.compare(key.size() - 8, 8, ".parquet") == 0) {
+      out->emplace_back(std::move(key), c);
+    }
+  }
+  return Status::OK();
+}
+
+Mp4SliceRequest RequestOf(const EpisodeVideoFile& v) {
+  Mp4SliceRequest req;
+  req.from_seconds = v.from_seconds;
+  req.frame_count = v.frames;
+  req.to_seconds = v.to_seconds;
+  return req;
+}
+
+}  // namespace
+
+Result<std::optional<LeRobotInfo>> ReadLeRobotInfo(const PackSet& dataset) {
+  PACKFS_ASSIGN_OR_RETURN(std::optional<Node> node, FindFile(dataset, "meta/info.json"));
+  if (!node) return std::optional<LeRobotInfo>();
+  PACKFS_ASSIGN_OR_RETURN(std::string text, ReadWhole(dataset, "meta/info.json", *node));
+  PACKFS_ASSIGN_OR_RETURN(LeRobotInfo info,
+                          ParseLeRobotInfo(text, dataset.dir() + "/meta/info.json"));
+  return std::optional<LeRobotInfo>(std::move(info));
+}
+
+struct EpisodeVideoOpener::Cache {
+  mutable std::mutex mu;
+  size_t capacity = 16;
+  std::list<std::pair<std::string, std::shared_ptr<const Mp4Movie>>> lru;  // most recent first
+};
+
+EpisodeVideoOpener::EpisodeVideoOpener(const PackSet& dataset, size_t movie_cache_entries)
+    : dataset_(dataset), cache_(std::make_unique<Cache>()) {
+  cache_->capacity = std::max<size_t>(movie_cache_entries, 1);
+}
+
+EpisodeVideoOpener::~EpisodeVideoOpener() = default;
+
+Result<std::shared_ptr<const Mp4Movie>> EpisodeVideoOpener::Movie(
+    const std::string& source_key) const {
+  {
+    std::lock_guard<std::mutex> lock(cache_->mu);
+    for (auto it = cache_->lru.begin(); it != cache_->lru.end(); ++it) {
+      if (it->first == source_key) {
+        cache_->lru.splice(cache_->lru.begin(), cache_->lru, it);
+        return it->second;
+      }
+    }
+  }
+  // Parsed outside the lock: two threads may parse the same file once each, which is harmless.
+  PACKFS_ASSIGN_OR_RETURN(std::optional<Node> node, FindFile(dataset_, source_key));
+  if (!node) return Status::Stale(source_key + " is no longer in the dataset");
+  std::shared_ptr<const ShardSource> src = dataset_.MemberSource(source_key, *node);
+  PACKFS_ASSIGN_OR_RETURN(std::shared_ptr<const Mp4Movie> movie, Mp4Movie::Parse(*src));
+  std::lock_guard<std::mutex> lock(cache_->mu);
+  cache_->lru.emplace_front(source_key, movie);
+  while (cache_->lru.size() > cache_->capacity) cache_->lru.pop_back();
+  return movie;
+}
+
+Result<ShardLease> EpisodeVideoOpener::Open(const EpisodeVideoFile& video) const {
+  PACKFS_ASSIGN_OR_RETURN(std::shared_ptr<const Mp4Movie> movie, Movie(video.source_key));
+  Result<Mp4Slice> slice = SliceMp4(*movie, RequestOf(video));
+  if (!slice.ok()) return slice.status().WithPrefix(video.key + " (from " + video.source_key + ")");
+  if (slice->size() != video.size) {
+    return Status::Stale(video.key + ": its source " + video.source_key +
+                         " changed since the mount (the episode is now " +
+                         std::to_string(slice->size()) + " bytes, was " +
+                         std::to_string(video.size) + "); remount");
+  }
+  PACKFS_ASSIGN_OR_RETURN(std::optional<Node> node, FindFile(dataset_, video.source_key));
+  if (!node) return Status::Stale(video.source_key + " is no longer in the dataset");
+  std::shared_ptr<const ShardSource> base = dataset_.MemberSource(video.source_key, *node);
+  return ShardLease(
+      std::make_shared<Mp4SliceSource>(video.key, std::move(base), std::move(slice).value()));
+}
+
+Result<LeRobotPlan> PlanLeRobotView(const PackSet& dataset, const LeRobotInfo& info,
+                                    const LeRobotViewOptions& opts) {
+  LeRobotPlan plan;
+  plan.info = info;
+  PACKFS_ASSIGN_OR_RETURN(std::optional<Node> ep_dir, dataset.catalog().Find("meta/episodes"));
+  if (!ep_dir || !ep_dir->is_dir()) {
+    return Status::NotFound(dataset.dir() + ": no meta/episodes/ directory; a LeRobot v3 dataset "
+                            "records its episodes in meta/episodes/chunk-*/file-*.parquet");
+  }
+  std::vector<std::pair<std::string, Node>> files;
+  PACKFS_RETURN_IF_ERROR(ListParquet(dataset, *ep_dir, "meta/episodes", &files));
+  if (files.empty()) {
+    return Status::NotFound(dataset.dir() + "/meta/episodes holds no .parquet files");
+  }
+  std::vector<std::shared_ptr<const ShardSource>> sources;
+  std::vector<const ShardSource*> raw;
+  for (const auto& [key, node] : files) {
+    sources.push_back(dataset.MemberSource(key, node));
+    raw.push_back(sources.back().get());
+  }
+  PACKFS_ASSIGN_OR_RETURN(plan.episodes, ReadLeRobotEpisodes(raw, info));
+
+  // One planned file per episode and camera; then each source MP4 parsed once, its episodes
+  // sliced for their sizes.
+  std::map<std::string, std::vector<size_t>> by_source;
+  for (const Episode& e : plan.episodes) {
+    plan.episodes_jsonl += LeRobotEpisodeJsonLine(e);
+    plan.episodes_jsonl += '\n';
+    for (const EpisodeVideo& ev : e.videos) {
+      EpisodeVideoFile v;
+      v.key = LeRobotV21VideoPath(info, e.index, ev.video_key);
+      v.episode = e.index;
+      v.video_key = ev.video_key;
+      PACKFS_ASSIGN_OR_RETURN(v.source_key, LeRobotVideoPath(info, ev));
+      v.from_seconds = ev.from_timestamp;
+      v.to_seconds = ev.to_timestamp;
+      v.frames = e.length;
+      by_source[v.source_key].push_back(plan.videos.size());
+      plan.videos.push_back(std::move(v));
+    }
+  }
+  std::vector<const std::string*> keys;
+  for (const auto& [k, _] : by_source) keys.push_back(&k);
+  std::atomic<size_t> next{0};
+  std::mutex err_mu;
+  Status first_error;
+  auto work = [&]() {
+    for (size_t i = next++; i < keys.size(); i = next++) {
+      const std::string& key = *keys[i];
+      Status st = [&]() -> Status {
+        PACKFS_ASSIGN_OR_RETURN(std::optional<Node> node, FindFile(dataset, key));
+        if (!node) {
+          const EpisodeVideoFile& v = plan.videos[by_source[key].front()];
+          return Status::NotFound(dataset.dir() + ": episode " + std::to_string(v.episode) +
+                                  " of camera " + v.video_key + " is in " + key +
+                                  ", which the dataset does not hold");
+        }
+        std::shared_ptr<const ShardSource> src = dataset.MemberSource(key, *node);
+        PACKFS_ASSIGN_OR_RETURN(std::shared_ptr<const Mp4Movie> movie, Mp4Movie::Parse(*src));
+        for (size_t idx : by_source.at(key)) {
+          EpisodeVideoFile& v = plan.videos[idx];
+          Result<Mp4Slice> slice = SliceMp4(*movie, RequestOf(v));
+          if (!slice.ok()) {
+            return slice.status().WithPrefix("episode " + std::to_string(v.episode) +
+                                             " of camera " + v.video_key + " in " + key);
+          }
+          v.size = slice->size();
+        }
+        return Status::OK();
+      }();
+      if (!st.ok()) {
+        std::lock_guard<std::mutex> lock(err_mu);
+        if (first_error.ok()) first_error = st;
+        next = keys.size();
+      }
+    }
+  };
+  size_t n = opts.threads > 0 ? static_cast<size_t>(opts.threads)
+                              : std::max<size_t>(std::thread::hardware_concurrency(), 1);
+  n = std::min(n, keys.size());
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < n; ++t) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  PACKFS_RETURN_IF_ERROR(first_error);
+  return plan;
+}
+
+Result<std::unique_ptr<PackSet>> OpenLeRobotView(const PackSet& dataset, LeRobotPlan plan,
+                                                 const LeRobotViewOptions& opts) {
+  // Shard 0..n-1: the episode videos; shard n: meta/episodes.jsonl.
+  std::vector<ShardContent> shards;
+  std::vector<std::string> files, refs;
+  auto add = [&](const std::string& key, uint64_t size, const std::string& from) {
+    ShardContent c;
+    c.info.name = key;
+    c.info.size = size;
+    c.info.member_count = 1;
+    ZipMember m;
+    m.name = key;
+    m.size = size;
+    m.mode = 0100444;
+    c.index.members.push_back(std::move(m));
+    shards.push_back(std::move(c));
+    files.push_back(from);
+    refs.push_back(from);
+  };
+  for (const EpisodeVideoFile& v : plan.videos) {
+    add(v.key, v.size, dataset.dir() + "/" + v.source_key);
+  }
+  add("meta/episodes.jsonl", plan.episodes_jsonl.size(), "<meta/episodes.jsonl>");
+  PACKFS_ASSIGN_OR_RETURN(CatalogData data, BuildNodes(std::move(shards)));
+
+  auto opener_impl = std::make_shared<EpisodeVideoOpener>(dataset, opts.movie_cache_entries);
+  auto videos = std::make_shared<const std::vector<EpisodeVideoFile>>(std::move(plan.videos));
+  auto jsonl = std::make_shared<const MemoryShardSource>(
+      "meta/episodes.jsonl",
+      std::vector<uint8_t>(plan.episodes_jsonl.begin(), plan.episodes_jsonl.end()));
+  ShardOpener opener = [opener_impl, videos, jsonl](uint32_t shard) -> Result<ShardLease> {
+    if (shard < videos->size()) return opener_impl->Open((*videos)[shard]);
+    return ShardLease(jsonl);
+  };
+  return PackSet::FromSources(dataset.dir() + " (LeRobot v2.1 view)", data, std::move(files),
+                              std::move(refs), std::move(opener));
+}
+
+}  // namespace packfs

@@ -1,0 +1,316 @@
+// `mkpack convert-lerobot SRC DST`: turns a LeRobot dataset into a self-contained pack set with
+// one MP4 per episode and camera. For v3 sources each episode video is sliced out of the
+// multi-episode MP4 (header synthesized, sample bytes copied unchanged — never re-encoded) and
+// stored at its v2.1 path, the cameras of one episode in one shard; meta/, data/ and the other
+// files are copied, meta/episodes.jsonl is added, and DST/video_index.json maps every episode and
+// camera to its blob reference, time range and frame count. v2.x sources (one MP4 per episode
+// already) are packed unchanged.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <regex>
+
+#include "core/json.h"
+#include "core/key.h"
+#include "core/lerobot_view.h"
+#include "core/loose_dir.h"
+#include "core/pack_set.h"
+#include "core/pack_writer.h"
+#include "mkpack/commands.h"
+#include "mkpack/pack_cli.h"
+
+namespace packfs::mkpack {
+namespace {
+
+struct ConvertArgs {
+  std::string src, dst;
+  std::string max_pack_bytes = "4294967296";
+  bool reproducible = false;
+  int jobs = 4;
+  bool json = false;
+  bool no_catalog = false;
+  bool dry_run = false;
+  bool no_fsync = false;
+};
+
+using Clock = std::chrono::steady_clock;
+
+// An episode video opened when the writer first reads it and released once read to the end, so
+// converting 10,000 episodes never holds more than a few synthesized headers at once.
+class LazyEpisodeSource final : public ShardSource {
+ public:
+  LazyEpisodeSource(std::shared_ptr<const EpisodeVideoOpener> opener, EpisodeVideoFile video)
+      : opener_(std::move(opener)), video_(std::move(video)) {}
+  const std::string& name() const override { return video_.key; }
+  uint64_t size() const override { return video_.size; }
+  Result<size_t> ReadAt(uint64_t offset, std::span<uint8_t> buf) const override {
+    ShardLease src;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!open_) {
+        PACKFS_ASSIGN_OR_RETURN(open_, opener_->Open(video_));
+      }
+      src = open_;
+    }
+    PACKFS_ASSIGN_OR_RETURN(size_t got, src->ReadAt(offset, buf));
+    if (offset + got >= video_.size) {
+      std::lock_guard<std::mutex> lock(mu_);
+      open_.reset();
+    }
+    return got;
+  }
+
+ private:
+  std::shared_ptr<const EpisodeVideoOpener> opener_;
+  EpisodeVideoFile video_;
+  mutable std::mutex mu_;
+  mutable ShardLease open_;
+};
+
+struct Converted {
+  std::vector<PackInput> inputs;
+  LeRobotPlan plan;
+  std::vector<size_t> video_input;  // plan.videos[i] -> index in inputs
+  bool v3 = false;
+};
+
+// Every file of the dataset as an input read through the set (loose file or pack member).
+Status AddDatasetFiles(const PackSet& set, bool skip_v3_videos, Converted* out) {
+  static const std::regex kV21Episode(R"(^videos/chunk-\d+/[^/]+/episode_(\d+)\.mp4$)");
+  return set.catalog().ForEachFile([&](const std::string& key, const Node& node) -> Status {
+    if (skip_v3_videos && key.rfind("videos/", 0) == 0) return Status::OK();
+    PackInput in;
+    in.key = key;
+    in.path = set.dir() + "/" + key;
+    in.size = node.size;
+    in.mtime = node.mtime;
+    in.whole_file = false;
+    in.source = set.MemberSource(key, node);
+    std::smatch m;
+    in.group = std::regex_match(key, m, kV21Episode) ? "episode " + m[1].str() : "file " + key;
+    out->inputs.push_back(std::move(in));
+    return Status::OK();
+  });
+}
+
+Result<Converted> Collect(const PackSet& set, const LeRobotInfo& info, int threads) {
+  Converted c;
+  c.v3 = IsLeRobotV3(info);
+  PACKFS_RETURN_IF_ERROR(AddDatasetFiles(set, c.v3, &c));
+  if (!c.v3) return c;
+  LeRobotViewOptions vopts;
+  vopts.threads = threads;
+  PACKFS_ASSIGN_OR_RETURN(c.plan, PlanLeRobotView(set, info, vopts));
+  PACKFS_ASSIGN_OR_RETURN(std::optional<Node> existing, set.catalog().Find("meta/episodes.jsonl"));
+  if (!existing) {
+    PackInput in;
+    in.key = "meta/episodes.jsonl";
+    in.path = "<meta/episodes.jsonl>";
+    in.size = c.plan.episodes_jsonl.size();
+    in.whole_file = false;
+    in.source = std::make_shared<MemoryShardSource>(
+        in.key, std::vector<uint8_t>(c.plan.episodes_jsonl.begin(), c.plan.episodes_jsonl.end()));
+    in.group = "file " + in.key;
+    c.inputs.push_back(std::move(in));
+  }
+  auto opener = std::make_shared<const EpisodeVideoOpener>(set, 8);
+  for (const EpisodeVideoFile& v : c.plan.videos) {
+    PackInput in;
+    in.key = v.key;
+    in.path = set.dir() + "/" + v.source_key + " (episode " + std::to_string(v.episode) + ")";
+    in.size = v.size;
+    in.whole_file = false;
+    in.source = std::make_shared<LazyEpisodeSource>(opener, v);
+    in.group = "episode " + std::to_string(v.episode);
+    c.video_input.push_back(c.inputs.size());
+    c.inputs.push_back(std::move(in));
+  }
+  return c;
+}
+
+int64_t Nanos(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1e9)); }
+
+// DST/video_index.json: per episode and camera, where its file is and what it shows.
+std::string VideoIndexJson(const Converted& c, const PackPlan& plan, const std::string& prefix) {
+  std::vector<std::string> shard_of(c.inputs.size());
+  for (const PlannedShard& s : plan.shards) {
+    for (size_t m : s.members) shard_of[m] = prefix + "/" + s.name;
+  }
+  std::map<uint64_t, std::vector<size_t>> by_episode;
+  for (size_t i = 0; i < c.plan.videos.size(); ++i) by_episode[c.plan.videos[i].episode].push_back(i);
+  std::string out = "{\n  \"format\": \"packfs-lerobot-video-index\",\n  \"version\": 1,\n";
+  out += "  \"fps\": " + std::to_string(c.plan.info.fps) + ",\n  \"episodes\": [";
+  bool first_ep = true;
+  for (const auto& [ep, vids] : by_episode) {
+    out += first_ep ? "\n" : ",\n";
+    first_ep = false;
+    out += "    {\"episode_index\": " + std::to_string(ep) + ", \"videos\": {";
+    bool first = true;
+    for (size_t i : vids) {
+      const EpisodeVideoFile& v = c.plan.videos[i];
+      const PackInput& in = c.inputs[c.video_input[i]];
+      out += first ? "\n" : ",\n";
+      first = false;
+      const double dur = c.plan.info.fps > 0 ? static_cast<double>(v.frames) / c.plan.info.fps : 0;
+      out += "      " + JsonString(v.video_key) + ": {\"ref\": " +
+             JsonString(FormatRef(in.key, shard_of[c.video_input[i]])) +
+             ", \"from_ns\": 0, \"to_ns\": " + std::to_string(Nanos(dur)) +
+             ", \"frames\": " + std::to_string(v.frames) + ", \"bytes\": " +
+             std::to_string(v.size) + ", \"source\": " + JsonString(v.source_key) +
+             ", \"source_from_ns\": " + std::to_string(Nanos(v.from_seconds)) +
+             ", \"source_to_ns\": " + std::to_string(Nanos(v.from_seconds + dur)) + "}";
+    }
+    out += "\n    }}";
+  }
+  out += "\n  ]\n}\n";
+  return out;
+}
+
+Status WriteFileAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << text;
+    f.flush();
+    if (!f) return Status::IOError("cannot write " + tmp);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    return Status::IOError("cannot rename " + tmp + " to " + path + ": " + ErrnoText(errno), errno);
+  }
+  return Status::OK();
+}
+
+int RunConvert(const ConvertArgs& a) {
+  auto fail = [](const Status& st) {
+    std::fprintf(stderr, "mkpack convert-lerobot: %s\n", st.message().c_str());
+    return kExitError;
+  };
+  const auto t0 = Clock::now();
+  PackOptions opts;
+  auto mpb = ParseBytes(a.max_pack_bytes);
+  if (!mpb.ok()) return fail(mpb.status().WithPrefix("--max-pack-bytes"));
+  opts.max_pack_bytes = *mpb;
+  opts.group_by = GroupBy::kInput;
+  opts.reproducible = a.reproducible;
+  opts.jobs = std::max(1, a.jobs);
+  opts.sync = !a.no_fsync;
+
+  auto set = OpenDatasetDir(a.src, PackSetOptions{});
+  if (!set.ok()) return fail(set.status());
+  auto info = ReadLeRobotInfo(**set);
+  if (!info.ok()) return fail(info.status());
+  if (!*info) {
+    return fail(Status::NotFound(a.src + " holds no meta/info.json: not a LeRobot dataset"));
+  }
+  auto conv = Collect(**set, **info, opts.jobs);
+  if (!conv.ok()) return fail(conv.status());
+  Converted& c = *conv;
+
+  auto state = ScanPackDir(a.dst);
+  if (!state.ok()) return fail(state.status());
+  if (!state->shards.empty() || !state->temps.empty()) {
+    return fail(Status::AlreadyExists(a.dst + " already holds shards; convert into an empty or "
+                                      "new directory"));
+  }
+  auto plan = PlanShards(c.inputs, opts, 0);
+  if (!plan.ok()) return fail(plan.status());
+  std::error_code ec;
+  std::string abs = std::filesystem::absolute(a.dst, ec).lexically_normal().string();
+  while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
+  const std::string prefix = std::filesystem::path(abs).filename().string();
+
+  if (a.dry_run) {
+    for (const EpisodeVideoFile& v : c.plan.videos) {
+      std::printf("episode %llu\t%s\t%s\tfrom %.6f s\t%llu frames\t%llu bytes\t<- %s\n",
+                  static_cast<unsigned long long>(v.episode), v.video_key.c_str(), v.key.c_str(),
+                  v.from_seconds, static_cast<unsigned long long>(v.frames),
+                  static_cast<unsigned long long>(v.size), v.source_key.c_str());
+    }
+    for (const PlannedShard& s : plan->shards) {
+      std::printf("%s\t%zu members\t%llu data bytes\t%llu bytes\n", s.name.c_str(),
+                  s.members.size(), static_cast<unsigned long long>(s.data_bytes),
+                  static_cast<unsigned long long>(s.bytes));
+    }
+    std::printf("total\t%zu shards\t%zu episodes\t%zu episode videos\t%zu files\t%llu bytes\t(%s)\n",
+                plan->shards.size(), c.plan.episodes.size(), c.plan.videos.size(),
+                c.inputs.size(), static_cast<unsigned long long>(plan->shard_bytes),
+                c.v3 ? "v3: episodes sliced from multi-episode MP4s" : "v2: packed unchanged");
+    return kExitOk;
+  }
+
+  if (::mkdir(a.dst.c_str(), 0755) != 0 && errno != EEXIST) {
+    return fail(Status::IOError("cannot create " + a.dst + ": " + ErrnoText(errno), errno));
+  }
+  const bool tty = ::isatty(STDERR_FILENO) == 1;
+  ProgressBar bar(c.inputs.size(), plan->data_bytes);
+  ProgressFn progress;
+  if (tty) progress = [&bar](const WriteProgress& p) { bar.Update(p); };
+  Status st = WriteShards(a.dst, c.inputs, *plan, opts, progress);
+  if (tty) bar.Clear();
+  if (!st.ok()) return fail(st);
+  if (c.v3) {
+    st = WriteFileAtomically(a.dst + "/video_index.json", VideoIndexJson(c, *plan, prefix));
+    if (!st.ok()) return fail(st.WithPrefix("shards are complete but video_index.json failed"));
+  }
+  if (!a.no_catalog) {
+    auto cat = RefreshCatalog(a.dst, opts.jobs);
+    if (!cat.ok()) return fail(cat.status().WithPrefix("shards are complete but the catalog failed"));
+  }
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::fprintf(stderr,
+               "mkpack convert-lerobot: %zu episodes, %zu episode videos, %zu files, %llu bytes, "
+               "%zu shards in %.2f s (%s)\n",
+               c.plan.episodes.size(), c.plan.videos.size(), c.inputs.size(),
+               static_cast<unsigned long long>(plan->data_bytes), plan->shards.size(), secs,
+               c.v3 ? "v3 episodes sliced, not re-encoded" : "v2 dataset packed unchanged");
+  if (a.json) {
+    std::printf("{\"episodes\": %zu, \"episode_videos\": %zu, \"files\": %zu, \"bytes\": %llu, "
+                "\"shards\": %zu, \"seconds\": %.3f, \"source_version\": %s}\n",
+                c.plan.episodes.size(), c.plan.videos.size(), c.inputs.size(),
+                static_cast<unsigned long long>(plan->data_bytes), plan->shards.size(), secs,
+                JsonString(c.plan.info.codebase_version.empty() ? (*info)->codebase_version
+                                                                : c.plan.info.codebase_version)
+                    .c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterConvertLeRobot(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<ConvertArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "convert-lerobot",
+      "Convert a LeRobot dataset (SRC: its root as plain files, or a pack set holding it) into a "
+      "self-contained pack set in DST with one MP4 per episode and camera at the v2.1 paths "
+      "(videos/chunk-XXX/<camera>/episode_XXXXXX.mp4). v3 episodes are sliced from the "
+      "multi-episode MP4s without re-encoding; meta/, data/ and other files are copied; "
+      "meta/episodes.jsonl is added; DST/video_index.json maps each episode and camera to its "
+      "blob reference, time range (ns) and frame count. v2.x datasets are packed unchanged. The "
+      "cameras of one episode share a shard.\nExit status: 0 ok, 2 usage or I/O error.");
+  sub->add_option("src", args->src, "LeRobot dataset root (plain files or a pack set)")->required();
+  sub->add_option("dst", args->dst, "new pack directory")->required();
+  sub->add_option("--max-pack-bytes", args->max_pack_bytes,
+                  "zip shard size limit; suffixes K, M, G, T (binary)")
+      ->capture_default_str();
+  sub->add_flag("--reproducible", args->reproducible, "fixed times (1980-01-01) in the zip shards");
+  sub->add_option("--jobs,-j", args->jobs, "threads reading the source (and parsing MP4s)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  sub->add_flag("--json", args->json, "print the summary as JSON on stdout");
+  sub->add_flag("--no-catalog", args->no_catalog, "do not write .packfs-catalog.sqlite");
+  sub->add_flag("--dry-run", args->dry_run,
+                "print the plan (episodes, their sources, ranges, sizes, shards); write nothing");
+  sub->add_flag("--no-fsync", args->no_fsync, "skip fsync (faster; not crash-safe)");
+  sub->callback([args, exit_code] { *exit_code = RunConvert(*args); });
+}
+
+}  // namespace packfs::mkpack

@@ -1,0 +1,269 @@
+// LeRobot v3 datasets through real mounts and real conversions, with ffmpeg as the oracle: every
+// episode video the mount synthesizes (and every one `mkpack convert-lerobot` writes) decodes to
+// the same frame hashes as that episode's own separate encode, with ffprobe counting `length`
+// frames; the dataset's own files stay byte-identical; meta/episodes.jsonl lists the episodes.
+// Datasets come from scripts/make-lerobot-dataset.py (H.264 with B-frames; several files per
+// camera; to_timestamp a frame short on odd episodes) and from the real LeRobot metadata fixture
+// with AV1 videos encoded to match it.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/support/mount_util.h"
+#include "tests/support/mp4_util.h"
+#include "tests/support/test_util.h"
+
+namespace packfs {
+namespace {
+
+using nlohmann::json;
+using testing::TempDir;
+
+// A fresh mountpoint directory.
+std::string MountDir(const std::string& path) {
+  std::filesystem::create_directories(path);
+  return path;
+}
+
+std::string V21Path(uint64_t episode, const std::string& camera, uint64_t chunks_size = 1000) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "videos/chunk-%03llu/%s/episode_%06llu.mp4",
+                static_cast<unsigned long long>(episode / chunks_size), camera.c_str(),
+                static_cast<unsigned long long>(episode));
+  return buf;
+}
+
+class LeRobotMountTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!testing::FuseAvailable() || !testing::HasCommand("ffmpeg") ||
+        !testing::HasCommand("node")) {
+      return;
+    }
+    tmp_ = new TempDir();
+    dataset_ = *tmp_ / "ds";
+    testing::RunResult r = testing::Run(
+        {"python3", std::string(PACKFS_SOURCE_DIR) + "/scripts/make-lerobot-dataset.py", dataset_,
+         "--episodes", "5", "--cameras", "2", "--codec", "h264", "--episodes-per-file", "3",
+         "--frames", "12:30", "--size", "96x64", "--short-to", "--seed", "7"});
+    if (r.exit_code != 0) {
+      setup_error_ = "make-lerobot-dataset.py failed: " + r.err;
+      return;
+    }
+    manifest_ = json::parse(testing::ReadFile(dataset_ + ".manifest.json"));
+  }
+  static void TearDownTestSuite() {
+    delete tmp_;
+    tmp_ = nullptr;
+  }
+  void SetUp() override {
+    if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse or fusermount3";
+    if (!testing::HasCommand("ffmpeg")) GTEST_SKIP() << "no ffmpeg";
+    if (!testing::HasCommand("node")) GTEST_SKIP() << "no node (the parquet writer of the generator)";
+    ASSERT_TRUE(setup_error_.empty()) << setup_error_;
+  }
+
+  // Every episode and camera under `root` (a mount or an unpacked dir) against the originals.
+  static void ExpectEpisodesMatchOriginals(const std::string& root) {
+    for (const json& ep : manifest_["episodes"]) {
+      const uint64_t e = ep["episode_index"].get<uint64_t>();
+      for (const auto& [cam, info] : ep["cameras"].items()) {
+        const std::string path = root + "/" + V21Path(e, cam);
+        SCOPED_TRACE(path);
+        struct stat st;
+        ASSERT_EQ(::stat(path.c_str(), &st), 0) << "missing";
+        const std::vector<std::string> want = testing::FrameHashes(info["original"]);
+        ASSERT_FALSE(want.empty());
+        EXPECT_EQ(testing::FrameHashes(path), want);
+        EXPECT_EQ(testing::CountFrames(path), ep["length"].get<int64_t>());
+        EXPECT_NEAR(testing::ProbeDuration(path), ep["length"].get<double>() / 30.0, 0.05);
+      }
+    }
+  }
+
+  static std::string ReadJsonl(const std::string& path) { return testing::ReadFile(path); }
+
+  static void ExpectEpisodesJsonl(const std::string& path) {
+    std::istringstream in(testing::ReadFile(path));
+    std::string line;
+    size_t n = 0;
+    while (std::getline(in, line)) {
+      json j = json::parse(line);
+      const json& ep = manifest_["episodes"][n];
+      EXPECT_EQ(j["episode_index"], ep["episode_index"]);
+      EXPECT_EQ(j["length"], ep["length"]);
+      ASSERT_EQ(j["tasks"].size(), 1u);
+      EXPECT_EQ(j["tasks"][0], ep["task"]);
+      ++n;
+    }
+    EXPECT_EQ(n, manifest_["episodes"].size());
+  }
+
+  static TempDir* tmp_;
+  static std::string dataset_;
+  static json manifest_;
+  static std::string setup_error_;
+};
+
+TempDir* LeRobotMountTest::tmp_ = nullptr;
+std::string LeRobotMountTest::dataset_;
+json LeRobotMountTest::manifest_;
+std::string LeRobotMountTest::setup_error_;
+
+TEST_F(LeRobotMountTest, LooseV3DatasetShowsOneMp4PerEpisodeAndCamera) {
+  TempDir mnt_dir;
+  testing::Mount mnt({dataset_}, MountDir(mnt_dir / "mnt"));
+  ASSERT_TRUE(mnt.ok()) << mnt.result().err;
+  ExpectEpisodesMatchOriginals(mnt.path());
+  ExpectEpisodesJsonl(mnt.path() + "/meta/episodes.jsonl");
+  // The dataset's own files are there unchanged.
+  for (const char* rel : {"meta/info.json", "meta/episodes/chunk-000/file-000.parquet",
+                          "data/chunk-000/file-000.parquet",
+                          "videos/observation.images.front/chunk-000/file-000.mp4",
+                          "videos/observation.images.top/chunk-000/file-001.mp4"}) {
+    EXPECT_EQ(testing::Sha256File(mnt.path() + "/" + rel), testing::Sha256File(dataset_ + "/" + rel))
+        << rel;
+  }
+  // A slice is header + bytes of its source: the synthesized file is no bigger than its episode
+  // plus a header, and reading it at random offsets agrees with a full read.
+  const std::string ep1 = mnt.path() + "/" + V21Path(1, "observation.images.top");
+  std::vector<uint8_t> whole = testing::ReadBytes(ep1);
+  ASSERT_GT(whole.size(), 1000u);
+  FILE* f = std::fopen(ep1.c_str(), "rb");
+  ASSERT_NE(f, nullptr);
+  for (size_t off : {size_t{0}, size_t{7}, whole.size() / 2, whole.size() - 1}) {
+    std::vector<uint8_t> buf(std::min<size_t>(4096, whole.size() - off));
+    ASSERT_EQ(std::fseek(f, static_cast<long>(off), SEEK_SET), 0);
+    ASSERT_EQ(std::fread(buf.data(), 1, buf.size(), f), buf.size());
+    EXPECT_TRUE(std::equal(buf.begin(), buf.end(), whole.begin() + static_cast<long>(off)));
+  }
+  std::fclose(f);
+  // --no-lerobot serves the files only.
+  testing::Mount plain({dataset_}, MountDir(mnt_dir / "plain"), {"--no-lerobot"});
+  ASSERT_TRUE(plain.ok()) << plain.result().err;
+  struct stat st;
+  EXPECT_NE(::stat((plain.path() + "/meta/episodes.jsonl").c_str(), &st), 0);
+  EXPECT_NE(::stat((plain.path() + "/" + V21Path(0, "observation.images.front")).c_str(), &st), 0);
+  EXPECT_EQ(::stat((plain.path() + "/meta/info.json").c_str(), &st), 0);
+}
+
+TEST_F(LeRobotMountTest, PackedV3DatasetWorksTheSame) {
+  TempDir work;
+  testing::RunResult r =
+      testing::Run({testing::MkpackPath(), "pack", dataset_, work / "media", "--max-pack-bytes",
+                    "200K"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  testing::Mount mnt({work / "media"}, MountDir(work / "mnt"));
+  ASSERT_TRUE(mnt.ok()) << mnt.result().err;
+  ExpectEpisodesMatchOriginals(mnt.path());
+  ExpectEpisodesJsonl(mnt.path() + "/meta/episodes.jsonl");
+}
+
+TEST_F(LeRobotMountTest, ConvertLeRobotWritesSelfContainedEpisodes) {
+  TempDir work;
+  const std::string dst = work / "episodes";
+  testing::RunResult dry =
+      testing::Run({testing::MkpackPath(), "convert-lerobot", dataset_, dst, "--dry-run"});
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_NE(dry.out.find(V21Path(4, "observation.images.front")), std::string::npos) << dry.out;
+  EXPECT_FALSE(std::filesystem::exists(dst));
+  testing::RunResult r = testing::Run({testing::MkpackPath(), "convert-lerobot", dataset_, dst,
+                                       "--max-pack-bytes", "150K"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Any zip tool reads the episodes; they decode like the originals.
+  json index = json::parse(testing::ReadFile(dst + "/video_index.json"));
+  ASSERT_EQ(index["episodes"].size(), manifest_["episodes"].size());
+  TempDir out;
+  for (const json& ep : index["episodes"]) {
+    const uint64_t e = ep["episode_index"].get<uint64_t>();
+    ASSERT_EQ(ep["videos"].size(), 2u);
+    std::string shard;
+    for (const auto& [cam, v] : ep["videos"].items()) {
+      const std::string ref = v["ref"];
+      const size_t sep = ref.find("::");
+      ASSERT_EQ(ref.rfind("zip://", 0), 0u) << ref;
+      const std::string key = ref.substr(6, sep - 6);
+      const std::string shard_rel = ref.substr(sep + 2);
+      EXPECT_EQ(key, V21Path(e, cam));
+      // Both cameras of an episode share a shard.
+      if (shard.empty()) shard = shard_rel;
+      EXPECT_EQ(shard_rel, shard);
+      const std::string file = out / ("e" + std::to_string(e) + "_" + cam + ".mp4");
+      testing::RunResult u = testing::Sh("unzip -p '" + work.path() + "/" + shard_rel + "' '" +
+                                         key + "' > '" + file + "'");
+      ASSERT_EQ(u.exit_code, 0) << u.err;
+      const json& m = manifest_["episodes"][e];
+      EXPECT_EQ(testing::FrameHashes(file), testing::FrameHashes(m["cameras"][cam]["original"]));
+      EXPECT_EQ(v["frames"].get<int64_t>(), m["length"].get<int64_t>());
+      EXPECT_EQ(v["from_ns"].get<int64_t>(), 0);
+      EXPECT_EQ(v["to_ns"].get<int64_t>(),
+                static_cast<int64_t>(std::llround(m["length"].get<double>() / 30.0 * 1e9)));
+    }
+  }
+  // Mounted, the converted set serves the same episodes (and no second view of them), and the
+  // dataset's tables came along unchanged.
+  testing::Mount mnt({dst}, MountDir(work / "mnt"));
+  ASSERT_TRUE(mnt.ok()) << mnt.result().err;
+  ExpectEpisodesMatchOriginals(mnt.path());
+  ExpectEpisodesJsonl(mnt.path() + "/meta/episodes.jsonl");
+  EXPECT_EQ(testing::Sha256File(mnt.path() + "/data/chunk-000/file-000.parquet"),
+            testing::Sha256File(dataset_ + "/data/chunk-000/file-000.parquet"));
+  EXPECT_FALSE(std::filesystem::exists(mnt.path() + "/videos/observation.images.front"));
+  // Converting into a directory that already holds shards is refused, nothing overwritten.
+  testing::RunResult again = testing::Run({testing::MkpackPath(), "convert-lerobot", dataset_, dst});
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.err.find("already holds shards"), std::string::npos) << again.err;
+}
+
+// The real metadata of a LeRobot v3 recording (4 episodes of 373, 374, 372, 373 frames, two
+// cameras) with videos encoded the way LeRobot does (AV1 -g 2, each episode alone, joined with
+// the concat demuxer and faststart).
+TEST(LeRobotRealMetadata, EpisodesOfTheRecordingFixture) {
+  if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse or fusermount3";
+  if (!testing::HasCommand("ffmpeg")) GTEST_SKIP() << "no ffmpeg";
+  TempDir tmp;
+  const std::string ds = tmp / "ds";
+  const std::string fixture = testing::FixturesDir() + "/lerobot-v3-record-test";
+  ASSERT_EQ(testing::Sh("cp -r '" + fixture + "' '" + ds + "' && chmod -R u+w '" + ds + "'")
+                .exit_code, 0);
+  const int lengths[] = {373, 374, 372, 373};
+  const std::vector<std::string> cams = {"observation.images.front", "observation.images.top"};
+  testing::EpisodeSpec spec;
+  spec.video_args = "-c:v libsvtav1 -g 2 -preset 12 -crf 40 -s 64x64 -pix_fmt yuv420p";
+  std::map<std::string, std::vector<std::string>> originals;
+  for (size_t c = 0; c < cams.size(); ++c) {
+    std::vector<std::string> parts;
+    int start = 0;
+    for (int e = 0; e < 4; ++e) {
+      const std::string part = tmp / (cams[c] + "_" + std::to_string(e) + ".mp4");
+      ASSERT_TRUE(testing::EncodeEpisode(part, lengths[e], start + 500 * static_cast<int>(c), spec));
+      start += lengths[e];
+      parts.push_back(part);
+    }
+    const std::string dir = ds + "/videos/" + cams[c] + "/chunk-000";
+    std::filesystem::create_directories(dir);
+    ASSERT_TRUE(testing::JoinEpisodes(parts, dir + "/file-000.mp4", true, tmp / "list.txt"));
+    originals[cams[c]] = parts;
+  }
+  testing::Mount mnt({ds}, MountDir(tmp / "mnt"));
+  ASSERT_TRUE(mnt.ok()) << mnt.result().err;
+  for (const std::string& cam : cams) {
+    for (int e = 0; e < 4; ++e) {
+      const std::string path = mnt.path() + "/" + V21Path(static_cast<uint64_t>(e), cam);
+      SCOPED_TRACE(path);
+      EXPECT_EQ(testing::CountFrames(path), lengths[e]);
+      EXPECT_EQ(testing::FrameHashes(path), testing::FrameHashes(originals[cam][e]));
+    }
+  }
+  std::string jsonl = testing::ReadFile(mnt.path() + "/meta/episodes.jsonl");
+  EXPECT_NE(jsonl.find("\"episode_index\":3"), std::string::npos) << jsonl;
+  EXPECT_NE(jsonl.find("\"length\":374"), std::string::npos) << jsonl;
+}
+
+}  // namespace
+}  // namespace packfs
