@@ -42,11 +42,12 @@ if [[ "${1:-}" != "--fast" ]]; then
   echo "== tests (clang, ASan + UBSan)"
   # Sanitizer reports also go to files: a daemonized packfs has no stderr, so without a log
   # path its findings would be lost. Any report file fails the run. The shell-script tests
-  # (package, man pages, completion) check no compiled code of their own and run once, above.
+  # (package, man pages, completion, the LeRobot generator) check no compiled code of their own
+  # and run once, above.
   sanlogs=$(mktemp -d /tmp/packfs-sanitizer.XXXXXX)
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:log_path=$sanlogs/asan \
      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$sanlogs/ubsan PACKFS_SANITIZED=1 \
-     ctest --output-on-failure -j "$jobs" -E '^(package_test|manpage_test|completion_test)$') ||
+     ctest --output-on-failure -j "$jobs" -E '^(package_test|manpage_test|completion_test|lerobot_generator_test)$') ||
     { cat "$sanlogs"/* 2>/dev/null; exit 1; }
   if compgen -G "$sanlogs/*" > /dev/null; then
     cat "$sanlogs"/*
