@@ -3,7 +3,8 @@
 
 Benchmarks (--only NAME, repeatable): small (small-file random reads), large (fio through the
 mount vs raw), mount (mount start and RSS vs member count), pack (writing and checking), video
-(ffprobe / ffmpeg through the mount). Writes bench/results/<date>.json, <date>.md and PNG charts.
+(ffprobe / ffmpeg through the mount), lerobot (per-episode MP4s of a
+LeRobot v3 dataset: read speed vs the episodes' own files, open latency, mount start). Writes bench/results/<date>.json, <date>.md and PNG charts.
 This machine is shared and noisy: compare contenders within one run, never across runs.
 
 Exit status 1 when a benchmark broke (an exception, wrong bytes, packfs failing to mount or read),
@@ -22,6 +23,7 @@ import traceback
 
 from common import ROOT, Broken, Dataset, can_drop_caches, machine_info
 from bench_large import bench_large
+from bench_lerobot import bench_lerobot
 from bench_mount import bench_mount
 from bench_pack import bench_pack
 from bench_small import bench_small
@@ -29,8 +31,8 @@ from bench_video import bench_video
 import report
 
 BENCHES = {"pack": bench_pack, "small": bench_small, "large": bench_large, "mount": bench_mount,
-           "video": bench_video}
-ORDER = ["small", "large", "mount", "pack", "video"]
+           "video": bench_video, "lerobot": bench_lerobot}
+ORDER = ["small", "large", "mount", "pack", "video", "lerobot"]
 
 
 def parse_args():

@@ -369,6 +369,30 @@ def write(json_path):
             lo, pf = med(video[(tool, cache, "loose")]), med(video.get((tool, cache, "packfs"), []))
             L.append(f"| {tool} | {cache} | {lo:.3f} | {pf:.3f} | {fmt_ratio(pf, lo)} |")
         L.append("")
+    lr = [r for r in rows if r["bench"] == "lerobot"]
+    if lr:
+        L += ["## LeRobot episodes", "",
+              "| cache | original episode files, loose (MB/s) | virtual episodes, packfs (MB/s) "
+              "| packfs / loose |", "|---|---|---|---|"]
+        rd = group(lr, "lerobot", "cache", "contender", field="MBps")
+        for cache in ("cold", "warm"):
+            lo = med(rd.get((cache, "original episode files (loose)"), []))
+            pf = med(rd.get((cache, "virtual episodes (packfs)"), []))
+            if lo and pf:
+                L.append(f"| {cache} | {lo:.1f} | {pf:.1f} | {pf / lo:.2f}× |")
+        op = sorted(r["seconds"] for r in lr if r.get("what") == "open")
+        if op:
+            L.append(f"\nOpen + first 4 KiB of an episode after its source file was first "
+                     f"read: median {med(op) * 1e3:.3f} ms, 90th percentile "
+                     f"{op[int(len(op) * 0.9)] * 1e3:.3f} ms, max {op[-1] * 1e3:.3f} ms "
+                     f"({len(op)} opens; target ≤ 1 ms)")
+        mt = [r for r in lr if r.get("what") == "mount"]
+        if mt:
+            L.append(f"\nMount of a {mt[0]['episodes']}-episode, 2-camera dataset until the "
+                     f"first `stat` answers: median {med([r['seconds'] for r in mt]):.3f} s "
+                     f"({min(r['seconds'] for r in mt):.3f}–{max(r['seconds'] for r in mt):.3f}), "
+                     f"daemon RSS {max(r['rss'] for r in mt) / 2**20:.1f} MiB (target ≤ 1 s)")
+        L.append("")
     md = base + ".md"
     with open(md, "w") as f:
         f.write("\n".join(L) + "\n")

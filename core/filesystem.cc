@@ -187,6 +187,16 @@ Result<ReadExtent> Filesystem::PrepareRead(uint64_t ino, uint64_t offset, size_t
                          " but the member needs bytes up to " +
                          std::to_string(ext.shard_offset + ext.length));
   }
+  if (ext.lease->fd() < 0) {
+    // A synthesized file (a sliced MP4): a range inside one of its extents is still a window of
+    // a real file, so it goes out zero-copy too; anything else takes the copying path.
+    auto mapped = ext.lease->MapToFile(ext.shard_offset, ext.length);
+    if (!mapped.ok()) return mapped.status().WithPrefix(describe());
+    if (*mapped) {
+      ext.lease = std::move((*mapped)->first);
+      ext.shard_offset = (*mapped)->second;
+    }
+  }
   return ext;
 }
 

@@ -178,7 +178,7 @@ Result<LeRobotPlan> PlanLeRobotView(const PackSet& dataset, const LeRobotInfo& i
       Status st = [&]() -> Status {
         PACKFS_ASSIGN_OR_RETURN(std::optional<Node> node, FindFile(dataset, key));
         if (!node) {
-          const EpisodeVideoFile& v = plan.videos[by_source[key].front()];
+          const EpisodeVideoFile& v = plan.videos[by_source.at(key).front()];
           return Status::NotFound(dataset.dir() + ": episode " + std::to_string(v.episode) +
                                   " of camera " + v.video_key + " is in " + key +
                                   ", which the dataset does not hold");
@@ -193,6 +193,7 @@ Result<LeRobotPlan> PlanLeRobotView(const PackSet& dataset, const LeRobotInfo& i
                                              " of camera " + v.video_key + " in " + key);
           }
           v.size = slice->size();
+          v.mtime = node->mtime;
         }
         return Status::OK();
       }();
@@ -219,7 +220,7 @@ Result<std::unique_ptr<PackSet>> OpenLeRobotView(const PackSet& dataset, LeRobot
   // Shard 0..n-1: the episode videos; shard n: meta/episodes.jsonl.
   std::vector<ShardContent> shards;
   std::vector<std::string> files, refs;
-  auto add = [&](const std::string& key, uint64_t size, const std::string& from) {
+  auto add = [&](const std::string& key, uint64_t size, const std::string& from, int64_t mtime) {
     ShardContent c;
     c.info.name = key;
     c.info.size = size;
@@ -228,15 +229,18 @@ Result<std::unique_ptr<PackSet>> OpenLeRobotView(const PackSet& dataset, LeRobot
     m.name = key;
     m.size = size;
     m.mode = 0100444;
+    m.mtime = mtime;
     c.index.members.push_back(std::move(m));
     shards.push_back(std::move(c));
     files.push_back(from);
     refs.push_back(from);
   };
+  int64_t newest = 0;
   for (const EpisodeVideoFile& v : plan.videos) {
-    add(v.key, v.size, dataset.dir() + "/" + v.source_key);
+    add(v.key, v.size, dataset.dir() + "/" + v.source_key, v.mtime);
+    newest = std::max(newest, v.mtime);
   }
-  add("meta/episodes.jsonl", plan.episodes_jsonl.size(), "<meta/episodes.jsonl>");
+  add("meta/episodes.jsonl", plan.episodes_jsonl.size(), "<meta/episodes.jsonl>", newest);
   PACKFS_ASSIGN_OR_RETURN(CatalogData data, BuildNodes(std::move(shards)));
 
   auto opener_impl = std::make_shared<EpisodeVideoOpener>(dataset, opts.movie_cache_entries);

@@ -39,6 +39,7 @@ struct EpisodeVideoFile {
   double to_seconds = 0;
   uint64_t frames = 0;
   uint64_t size = 0;        // bytes of the synthesized file
+  int64_t mtime = 0;        // the source MP4's (seconds since the epoch)
 };
 
 // What a view shows, computed from the dataset (the episodes and, per episode and camera, the

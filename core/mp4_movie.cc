@@ -3,7 +3,9 @@
 // Every count is checked against the bytes of its table before anything is allocated.
 #include "core/mp4_movie.h"
 
+#include <algorithm>
 #include <limits>
+#include <numeric>
 
 namespace packfs {
 
@@ -157,6 +159,12 @@ Status Mp4MovieParser::ParseTrak(std::span<const uint8_t> payload) {
   }
   if (!stbl) return Fail("minf without stbl");
   PACKFS_RETURN_IF_ERROR(ParseStbl(stbl->payload, &t));
+  t.presentation_order.resize(t.samples.size());
+  std::iota(t.presentation_order.begin(), t.presentation_order.end(), 0u);
+  std::stable_sort(t.presentation_order.begin(), t.presentation_order.end(),
+                   [&t](uint32_t a, uint32_t b) {
+                     return t.samples[a].dts + t.samples[a].cts < t.samples[b].dts + t.samples[b].cts;
+                   });
   m_->tracks_.push_back(std::move(t));
   return Status::OK();
 }

@@ -33,6 +33,9 @@ struct Mp4Track {
   // track's edit list: media_time of its one media edit, minus leading empty edits.
   int64_t presentation_shift = 0;
   std::vector<Mp4Sample> samples;  // decode order
+  // Sample indexes in presentation order (stable for equal times), computed once at parse so
+  // slicing the thousand episodes of one file does not sort its samples a thousand times.
+  std::vector<uint32_t> presentation_order;
   bool has_ctts = false;
   bool ctts_negative = false;  // some composition offset is negative (needs ctts version 1)
   bool has_stss = false;

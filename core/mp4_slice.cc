@@ -272,11 +272,10 @@ Result<Mp4Slice> SliceMp4(const Mp4Movie& m, const Mp4SliceRequest& req) {
     return Status::NotSupported(m.name() + ": no video track with samples to slice");
   }
   const auto& s = v->samples;
-  std::vector<uint32_t> order(s.size());
-  std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(), [v, &s](uint32_t a, uint32_t b) {
-    return v->PresentationTime(s[a]) < v->PresentationTime(s[b]);
-  });
+  const std::vector<uint32_t>& order = v->presentation_order;
+  if (order.size() != s.size()) {
+    return Status::Corruption(m.name() + ": presentation order not computed for the video track");
+  }
   auto pts_at = [&](size_t k) { return v->PresentationTime(s[order[k]]); };
   double ts = v->timescale;
   if (!std::isfinite(req.from_seconds) || !std::isfinite(req.to_seconds)) {

@@ -18,6 +18,19 @@ Mp4SliceSource::Mp4SliceSource(std::string name, std::shared_ptr<const ShardSour
   size_ = pos;
 }
 
+Result<std::optional<std::pair<std::shared_ptr<const ShardSource>, uint64_t>>>
+Mp4SliceSource::MapToFile(uint64_t offset, uint64_t length) const {
+  using Mapped = std::optional<std::pair<std::shared_ptr<const ShardSource>, uint64_t>>;
+  if (offset < slice_.head.size() || offset >= size_ || length > size_ - offset) return Mapped();
+  auto it = std::upper_bound(starts_.begin(), starts_.end(), offset);
+  if (it == starts_.begin()) return Mapped();
+  const size_t k = static_cast<size_t>(it - starts_.begin()) - 1;
+  const Mp4Extent& e = slice_.extents[k];
+  const uint64_t in = offset - starts_[k];
+  if (length > e.length - in) return Mapped();  // straddles two extents: copy instead
+  return base_->MapToFile(e.source_offset + in, length);
+}
+
 Result<size_t> Mp4SliceSource::ReadAt(uint64_t offset, std::span<uint8_t> buf) const {
   if (offset >= size_) return size_t{0};
   size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), size_ - offset));

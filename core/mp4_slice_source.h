@@ -24,6 +24,10 @@ class Mp4SliceSource final : public ShardSource {
   // changed) is a Corruption naming base, never silently short data.
   Result<size_t> ReadAt(uint64_t offset, std::span<uint8_t> buf) const override;
 
+  // A range inside one extent maps to where base keeps it (when base is file-backed).
+  Result<std::optional<std::pair<std::shared_ptr<const ShardSource>, uint64_t>>> MapToFile(
+      uint64_t offset, uint64_t length) const override;
+
   const Mp4Slice& slice() const { return slice_; }
 
  private:

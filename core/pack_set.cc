@@ -222,6 +222,16 @@ class PackMemberSource final : public ShardSource {
     }
     return n;
   }
+  Result<std::optional<std::pair<std::shared_ptr<const ShardSource>, uint64_t>>> MapToFile(
+      uint64_t offset, uint64_t length) const override {
+    using Mapped = std::optional<std::pair<std::shared_ptr<const ShardSource>, uint64_t>>;
+    if (offset > file_.size || length > file_.size - offset) return Mapped();
+    PACKFS_RETURN_IF_ERROR(set_.CheckMember(file_));
+    PACKFS_ASSIGN_OR_RETURN(ShardLease shard, set_.OpenShard(file_.shard));
+    if (file_.data_offset + offset + length > shard->size()) return Mapped();
+    if (shard->fd() >= 0) return Mapped(std::make_pair(shard, file_.data_offset + offset));
+    return shard->MapToFile(file_.data_offset + offset, length);
+  }
 
  private:
   const PackSet& set_;

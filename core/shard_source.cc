@@ -10,6 +10,11 @@
 
 namespace packfs {
 
+Result<std::optional<std::pair<std::shared_ptr<const ShardSource>, uint64_t>>> ShardSource::MapToFile(
+    uint64_t, uint64_t) const {
+  return std::optional<std::pair<std::shared_ptr<const ShardSource>, uint64_t>>();
+}
+
 Status ReadExactly(const ShardSource& src, uint64_t offset, std::span<uint8_t> buf,
                    const char* what) {
   if (offset > src.size() || buf.size() > src.size() - offset) {

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,6 +32,12 @@ class ShardSource {
   // A file descriptor whose bytes at the same offsets are this source's (for zero-copy replies),
   // or -1 when the bytes are synthesized or remote.
   virtual int fd() const { return -1; }
+  // Where bytes [offset, offset + length) of this source lie, when they lie contiguously in a
+  // file-backed source: that source (fd() >= 0, kept open while the lease is held) and the offset
+  // in it. nullopt when they do not (synthesized bytes, a range straddling pieces). Lets a source
+  // made of pieces of files (a sliced MP4) still be served zero-copy. Thread-safe.
+  virtual Result<std::optional<std::pair<std::shared_ptr<const ShardSource>, uint64_t>>> MapToFile(
+      uint64_t offset, uint64_t length) const;
 };
 
 // A shard opened for reading; keeps its fd (or connection state) alive while held.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job, end to end: install dependencies, build, generate a sample media folder, pack it,
 # list, resolve and verify it, mount it with packfs and read from it (ffprobe of a packed video);
-# then convert a WebDataset (tar shards) to a pack set and mount the tars as they are.
+# then convert a WebDataset (tar shards) to a pack set and mount the tars as they are; then mount a
+# LeRobot v3 robot dataset (several episodes per MP4) and get one MP4 per episode, with no copy.
 # Usage: scripts/demo.sh [WORKDIR]   (default: a temporary directory, removed at the end)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -85,6 +86,28 @@ PY
   cmp "$mnt/000042.json" <(unzip -p "$work/wds-pack/pack-0000.zip" 000042.json) && echo "identical"
   step cat "$mnt/000042.json"
   step fusermount3 -u "$mnt"
+
+  echo
+  echo "== a LeRobot v3 dataset: 3 episodes x 2 cameras, the episodes of a camera joined in one MP4"
+  echo "   (encoded one by one and joined with ffmpeg's concat demuxer, as LeRobot does)"
+  python3 scripts/make-lerobot-dataset.py "$work/robot" --episodes 3 --cameras 2 --codec h264 \
+    --episodes-per-file 3 --frames 40:60 --size 160x120 >/dev/null
+  step find "$work/robot/videos" -name '*.mp4'
+  step "$bin/packfs" "$work/robot" "$mnt"
+  step find "$mnt/videos/chunk-000" -name '*.mp4'
+  step cat "$mnt/meta/episodes.jsonl"
+  step ffprobe -v error -count_frames -show_entries stream=codec_name,nb_read_frames:format=duration \
+    -of compact "$mnt/videos/chunk-000/observation.images.front/episode_000001.mp4"
+  echo
+  echo "$ # the episode decodes exactly like its own separate encode:"
+  echo "$ diff <(ffmpeg -i \$mnt/.../episode_000001.mp4 -f framemd5 - | cut -d, -f6) <(ffmpeg -i original | ...)"
+  diff <(ffmpeg -v error -i "$mnt/videos/chunk-000/observation.images.front/episode_000001.mp4" \
+           -f framemd5 - | grep -v '^#' | cut -d, -f6) \
+       <(ffmpeg -v error -i "$work/robot.originals/observation.images.front/episode_000001.mp4" \
+           -f framemd5 - | grep -v '^#' | cut -d, -f6) && echo "identical frames"
+  step fusermount3 -u "$mnt"
+  step "$bin/mkpack" convert-lerobot "$work/robot" "$work/robot-pack"
+  step_head 12 cat "$work/robot-pack/video_index.json"
 fi
 echo
 echo "demo finished"
