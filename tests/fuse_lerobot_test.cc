@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -69,9 +70,14 @@ class LeRobotMountTest : public ::testing::Test {
   }
 
   // Every episode and camera under `root` (a mount or an unpacked dir) against the originals.
+  // Under sanitizers (PACKFS_SANITIZED=1) the first and last episodes only: the code paths are the
+  // same and ffmpeg's decoding is most of the time.
   static void ExpectEpisodesMatchOriginals(const std::string& root) {
+    const bool sanitized = std::getenv("PACKFS_SANITIZED") != nullptr;
+    const size_t count = manifest_["episodes"].size();
     for (const json& ep : manifest_["episodes"]) {
       const uint64_t e = ep["episode_index"].get<uint64_t>();
+      if (sanitized && e != 0 && e + 1 != count) continue;
       for (const auto& [cam, info] : ep["cameras"].items()) {
         const std::string path = root + "/" + V21Path(e, cam);
         SCOPED_TRACE(path);
