@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "tests/support/mount_util.h"
@@ -179,12 +181,13 @@ TEST_F(LeRobotMountTest, ConvertLeRobotWritesSelfContainedEpisodes) {
   EXPECT_NE(dry.out.find(V21Path(4, "observation.images.front")), std::string::npos) << dry.out;
   EXPECT_FALSE(std::filesystem::exists(dst));
   testing::RunResult r = testing::Run({testing::MkpackPath(), "convert-lerobot", dataset_, dst,
-                                       "--max-pack-bytes", "150K"});
+                                       "--max-pack-bytes", "24K"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Any zip tool reads the episodes; they decode like the originals.
   json index = json::parse(testing::ReadFile(dst + "/video_index.json"));
   ASSERT_EQ(index["episodes"].size(), manifest_["episodes"].size());
   TempDir out;
+  std::set<std::string> used_shards;
   for (const json& ep : index["episodes"]) {
     const uint64_t e = ep["episode_index"].get<uint64_t>();
     ASSERT_EQ(ep["videos"].size(), 2u);
@@ -199,6 +202,7 @@ TEST_F(LeRobotMountTest, ConvertLeRobotWritesSelfContainedEpisodes) {
       // Both cameras of an episode share a shard.
       if (shard.empty()) shard = shard_rel;
       EXPECT_EQ(shard_rel, shard);
+      used_shards.insert(shard_rel);
       const std::string file = out / ("e" + std::to_string(e) + "_" + cam + ".mp4");
       testing::RunResult u = testing::Sh("unzip -p '" + work.path() + "/" + shard_rel + "' '" +
                                          key + "' > '" + file + "'");
@@ -211,6 +215,7 @@ TEST_F(LeRobotMountTest, ConvertLeRobotWritesSelfContainedEpisodes) {
                 static_cast<int64_t>(std::llround(m["length"].get<double>() / 30.0 * 1e9)));
     }
   }
+  EXPECT_GT(used_shards.size(), 1u) << "the shard limit should spread the episodes";
   // Mounted, the converted set serves the same episodes (and no second view of them), and the
   // dataset's tables came along unchanged.
   testing::Mount mnt({dst}, MountDir(work / "mnt"));
@@ -224,6 +229,61 @@ TEST_F(LeRobotMountTest, ConvertLeRobotWritesSelfContainedEpisodes) {
   testing::RunResult again = testing::Run({testing::MkpackPath(), "convert-lerobot", dataset_, dst});
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_NE(again.err.find("already holds shards"), std::string::npos) << again.err;
+}
+
+// A v2.1 dataset (one MP4 per episode already) is packed unchanged: every file byte-identical,
+// the episodes of both cameras sharing a shard, and no video_index.json (nothing was sliced).
+TEST_F(LeRobotMountTest, ConvertV21DatasetPacksItUnchanged) {
+  TempDir work;
+  const std::string src = work / "v21";
+  testing::WriteFile(src + "/meta/info.json",
+                     "{\"codebase_version\": \"v2.1\", \"fps\": 30, \"chunks_size\": 1000, "
+                     "\"total_episodes\": 5, \"data_path\": \"data/chunk-{episode_chunk:03d}/"
+                     "episode_{episode_index:06d}.parquet\", \"video_path\": \"videos/chunk-"
+                     "{episode_chunk:03d}/{video_key}/episode_{episode_index:06d}.mp4\", "
+                     "\"features\": {}}");
+  std::string jsonl;
+  for (const json& ep : manifest_["episodes"]) {
+    const uint64_t e = ep["episode_index"].get<uint64_t>();
+    jsonl += "{\"episode_index\":" + std::to_string(e) + ",\"tasks\":[],\"length\":" +
+             std::to_string(ep["length"].get<int64_t>()) + "}\n";
+    for (const auto& [cam, info] : ep["cameras"].items()) {
+      testing::WriteFile(src + "/" + V21Path(e, cam), testing::ReadFile(info["original"]));
+    }
+  }
+  testing::WriteFile(src + "/meta/episodes.jsonl", jsonl);
+  const std::string dst = work / "pack";
+  testing::RunResult r = testing::Run({testing::MkpackPath(), "convert-lerobot", src, dst,
+                                       "--max-pack-bytes", "24K", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"source_version\": \"v2.1\""), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(dst + "/video_index.json"));
+  TempDir out;
+  ASSERT_EQ(testing::Run({testing::MkpackPath(), "unpack", dst, out / "u"}).exit_code, 0);
+  EXPECT_EQ(testing::Sh("diff -r '" + src + "' '" + out.path() + "/u'").exit_code, 0);
+  // Both cameras of each episode in one shard.
+  testing::RunResult ls = testing::Run({testing::MkpackPath(), "ls", "--long", dst});
+  ASSERT_EQ(ls.exit_code, 0) << ls.err;
+  std::map<std::string, std::set<std::string>> shards_of_episode;
+  std::istringstream lines(ls.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    size_t at = line.find("episode_");
+    if (at == std::string::npos) continue;
+    for (const char* shard : {"pack-0000.zip", "pack-0001.zip", "pack-0002.zip", "pack-0003.zip",
+                              "pack-0004.zip", "pack-0005.zip"}) {
+      if (line.find(shard) != std::string::npos) {
+        shards_of_episode[line.substr(at, 14)].insert(shard);
+      }
+    }
+  }
+  EXPECT_EQ(shards_of_episode.size(), manifest_["episodes"].size()) << ls.out;
+  std::set<std::string> used;
+  for (const auto& [ep, shards] : shards_of_episode) {
+    EXPECT_EQ(shards.size(), 1u) << ep;
+    used.insert(shards.begin(), shards.end());
+  }
+  EXPECT_GT(used.size(), 1u) << "the shard limit should spread the episodes: " << ls.out;
 }
 
 // The real metadata of a LeRobot v3 recording (4 episodes of 373, 374, 372, 373 frames, two
