@@ -200,6 +200,29 @@ Result<std::unique_ptr<PackSet>> PackSet::FromSources(std::string label, const C
   return ps;
 }
 
+Result<std::unique_ptr<PackSet>> PackSet::FromCatalog(std::string label,
+                                                     std::unique_ptr<Catalog> catalog,
+                                                     std::vector<std::string> file_paths,
+                                                     std::vector<std::string> ref_paths,
+                                                     ShardOpener opener,
+                                                     std::string refresh_hint) {
+  if (catalog == nullptr || file_paths.size() != catalog->shards().size() ||
+      ref_paths.size() != catalog->shards().size() || !opener) {
+    return Status::InvalidArgument(
+        "PackSet::FromCatalog: needs a catalog, an opener and one file and ref path per shard");
+  }
+  std::unique_ptr<PackSet> ps(new PackSet());
+  ps->dir_ = std::move(label);
+  ps->catalog_ = std::move(catalog);
+  for (const auto& p : ps->catalog_->problems()) ps->warnings_.push_back(p);
+  const CatalogTotals& t = ps->catalog_->totals();
+  ps->impl_ = std::make_unique<Impl>(ps->catalog_->shards(), std::move(file_paths),
+                                     std::move(ref_paths), DefaultMaxOpenShards(),
+                                     std::move(refresh_hint), t.files + t.directories,
+                                     std::move(opener));
+  return ps;
+}
+
 namespace {
 
 // A member's bytes seen as a source of their own, read through its pack set.
@@ -284,7 +307,7 @@ Status PackSet::CheckMemberAgainst(const Node& file, const ShardSource& src) con
   auto mismatch = [&](const std::string& detail) {
     return Status::Stale(ShardRefPath(file.shard) + ": member " + QuoteKey(key) +
                          ": local header does not match the catalog (shard changed?): " + detail +
-                         "; run `mkpack catalog " + dir_ + "`");
+                         "; " + impl_->refresh_hint);
   };
   if (file.shard < catalog_->shards().size() &&
       ShardFormatOf(catalog_->shards()[file.shard].name) == ShardFormat::kTar) {
@@ -315,8 +338,7 @@ Result<std::span<const uint8_t>> PackSet::ReadCopy(const Node& file, uint64_t of
   const uint64_t at = file.data_offset + offset;
   auto short_read = [&]() {
     return Status::Stale(ShardRefPath(file.shard) + ": short read of member data at offset " +
-                         std::to_string(at) + " (the shard shrank?); run `mkpack catalog " +
-                         dir_ + "`");
+                         std::to_string(at) + " (the shard shrank?); " + impl_->refresh_hint);
   };
   const bool checked = raw_members_ || impl_->Checked(file.id);
   if (checked || file.local_header_offset > at || at - file.local_header_offset > kHeadedReadGap) {

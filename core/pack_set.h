@@ -63,6 +63,18 @@ class PackSet {
                                                       std::vector<std::string> ref_paths,
                                                       ShardOpener opener);
 
+  // A zip/tar set whose shards are not files of a local directory (remote objects): `catalog`
+  // describes them, shard i is opened through `opener` (which validates what it opens) and named
+  // `file_paths[i]` (e.g. its URL) / `ref_paths[i]` ("media/pack-0000.zip"). Unlike FromSources,
+  // members keep their once-per-member local header check. `label` names the set in messages;
+  // `refresh_hint` ends messages about a changed shard.
+  static Result<std::unique_ptr<PackSet>> FromCatalog(std::string label,
+                                                      std::unique_ptr<Catalog> catalog,
+                                                      std::vector<std::string> file_paths,
+                                                      std::vector<std::string> ref_paths,
+                                                      ShardOpener opener,
+                                                      std::string refresh_hint);
+
   // The bytes of file `file` as a source of their own (offset 0 = its first data byte; name =
   // `key`). Reads go through this set's pool and once-per-member header check; the set must
   // outlive the returned source.

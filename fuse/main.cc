@@ -2,6 +2,9 @@
 //
 //   packfs [options] SOURCE... MOUNTPOINT
 //
+// A SOURCE is a pack directory, a .tar file, or the URL of a pack directory on an HTTP(S) server
+// or in S3 (https://host/data/media, s3://bucket/data/media).
+//
 // Without -f the command returns only once the mount answers: it forks, the child opens the
 // sources, mounts and reports over a pipe from the kernel's INIT (or sends its error); the parent
 // waits for that one message, prints any error and exits with the child's verdict. Forking comes
@@ -28,6 +31,8 @@
 #include "core/lerobot_view.h"
 #include "core/loose_dir.h"
 #include "core/pack_set.h"
+#include "core/remote_pack_set.h"
+#include "core/url.h"
 #include "core/tar_reader.h"
 #include "fuse/logger.h"
 #include "fuse/mount_options.h"
@@ -46,6 +51,12 @@ struct Cli {
   std::string on_collision;
   bool lerobot = false;
   bool no_lerobot = false;
+  // Remote sources.
+  std::string endpoint;
+  std::string region;
+  bool anonymous = false;
+  size_t max_connections = 0;
+  std::string cache_dir;
 };
 
 // Undoes \040-style escapes of /proc/self/mountinfo.
@@ -126,6 +137,7 @@ struct Plan {
   MountOptions mount;
   FilesystemOptions fs;
   PackSetOptions pack;
+  RemoteOptions remote;  // for http(s):// and s3:// sources
   // LeRobot v3 datasets get the v2.1 per-episode view: when detected (kAuto), always (kOn:
   // meta/info.json is enough), or never.
   enum class LeRobot { kAuto, kOn, kOff } lerobot = LeRobot::kAuto;
@@ -142,7 +154,20 @@ Result<Plan> MakePlan(const Cli& cli) {
   for (const auto& o : cli.o) PACKFS_RETURN_IF_ERROR(ParseMountOptions(o, &plan.mount));
   PACKFS_ASSIGN_OR_RETURN(plan.mountpoint, CheckMountpoint(cli.paths.back()));
   std::set<std::string> seen;
+  bool any_remote = false;
   for (size_t i = 0; i + 1 < cli.paths.size(); ++i) {
+    if (IsRemoteLocation(cli.paths[i])) {
+      // A URL is not a local path: it is checked for form now and reached after the fork.
+      Result<Url> url = ParseUrl(cli.paths[i]);
+      if (!url.ok()) return url.status().WithPrefix("source");
+      if (!seen.insert(url->ToString()).second) {
+        return Status::InvalidArgument("source " + cli.paths[i] + " is given twice");
+      }
+      plan.sources.push_back(cli.paths[i]);
+      plan.shard_files.emplace_back();
+      any_remote = true;
+      continue;
+    }
     PACKFS_ASSIGN_OR_RETURN(SourceArg src, CheckSource(cli.paths[i]));
     const std::string full = src.file.empty() ? src.dir : src.dir + "/" + src.file;
     if (!seen.insert(full).second) {
@@ -175,6 +200,10 @@ Result<Plan> MakePlan(const Cli& cli) {
                                    collision + "'");
   }
   std::string catalog = !cli.catalog.empty() ? cli.catalog : plan.mount.catalog.value_or("");
+  if (any_remote && !catalog.empty()) {
+    return Status::InvalidArgument("--catalog applies to local pack directories; a URL source "
+                                   "uses the .packfs-catalog.sqlite beside its shards");
+  }
   if (catalog == "none") {
     plan.pack.catalog_use = PackSetOptions::CatalogUse::kNone;
   } else if (!catalog.empty()) {
@@ -191,6 +220,15 @@ Result<Plan> MakePlan(const Cli& cli) {
   plan.lerobot = cli.lerobot      ? Plan::LeRobot::kOn
                  : cli.no_lerobot ? Plan::LeRobot::kOff
                                   : Plan::LeRobot::kAuto;
+  plan.remote.s3 = S3Config::FromEnvironment();
+  if (!cli.endpoint.empty()) plan.remote.s3.endpoint = cli.endpoint;
+  if (!cli.region.empty()) plan.remote.s3.region = cli.region;
+  if (cli.anonymous) plan.remote.s3.anonymous = true;
+  if (cli.max_connections > 0) plan.remote.http.max_connections = cli.max_connections;
+  if (!cli.cache_dir.empty()) {
+    std::error_code ec;
+    plan.remote.cache_dir = std::filesystem::absolute(cli.cache_dir, ec).string();
+  }
   plan.threads = cli.threads > 0 ? cli.threads : plan.mount.threads.value_or(8);
   plan.debug = cli.debug || plan.mount.debug;
   plan.foreground = cli.foreground || plan.debug;
@@ -241,7 +279,9 @@ Result<std::unique_ptr<Filesystem>> OpenFilesystem(const Plan& plan, const Logge
   std::vector<std::unique_ptr<PackSet>> views;
   for (size_t i = 0; i < plan.sources.size(); ++i) {
     std::unique_ptr<PackSet> set;
-    if (IsLooseDataset(plan.sources[i], plan.shard_files[i])) {
+    if (IsRemoteLocation(plan.sources[i])) {
+      PACKFS_ASSIGN_OR_RETURN(set, OpenRemotePackSet(plan.sources[i], plan.remote));
+    } else if (IsLooseDataset(plan.sources[i], plan.shard_files[i])) {
       PACKFS_ASSIGN_OR_RETURN(set, OpenLooseDirectory(plan.sources[i], ""));
     } else {
       PACKFS_ASSIGN_OR_RETURN(set, PackSet::Open(plan.sources[i], plan.pack, plan.shard_files[i]));
@@ -362,7 +402,8 @@ int main(int argc, char** argv) {
   using namespace packfs;
   Cli cli;
   CLI::App app{"packfs: mount pack sets (directories of STORED zip shards, or tar shards: .tar "
-               "files or directories of them) read-only.\nSeveral SOURCEs merge into one tree.",
+               "files or directories of them) read-only, local or at an http(s):// or s3:// URL.\n"
+               "Several SOURCEs merge into one tree.",
                "packfs"};
   app.set_version_flag("--version", std::string("packfs ") + PACKFS_VERSION + " (git " +
                                         PACKFS_GIT_REV + ")");
@@ -386,6 +427,19 @@ int main(int argc, char** argv) {
                "paths, meta/episodes.jsonl) even if meta/info.json does not say v3.x");
   app.add_flag("--no-lerobot", cli.no_lerobot,
                "serve a LeRobot v3 dataset's files only, without the per-episode view");
+  app.add_option("--endpoint", cli.endpoint,
+                 "S3-compatible endpoint for s3:// sources, e.g. http://127.0.0.1:9000 "
+                 "(default: $AWS_ENDPOINT_URL_S3 or $AWS_ENDPOINT_URL, else AWS)");
+  app.add_option("--region", cli.region,
+                 "S3 region (default: $AWS_REGION or $AWS_DEFAULT_REGION, else us-east-1)");
+  app.add_flag("--anonymous", cli.anonymous,
+               "unsigned S3 requests (public buckets), even when AWS_ACCESS_KEY_ID is set");
+  app.add_option("--max-connections", cli.max_connections,
+                 "concurrent HTTP requests to remote sources (default 8)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--cache-dir", cli.cache_dir,
+                 "where catalogs of remote sources are cached (default: "
+                 "$XDG_CACHE_HOME/packfs or ~/.cache/packfs)");
   CLI11_PARSE(app, argc, argv);
 
   Result<Plan> plan = MakePlan(cli);

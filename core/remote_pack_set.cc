@@ -1,0 +1,277 @@
+// Remote pack sets: catalog fetch and cache, shard validation by HEAD, S3 listing and indexing
+// over ranged reads, and the PackSet built from them (see remote_pack_set.h).
+#include "core/remote_pack_set.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <thread>
+
+#include "core/catalog.h"
+#include "core/key.h"
+#include "core/remote_store.h"
+#include "core/shard_format.h"
+#include "core/unique_fd.h"
+
+namespace packfs {
+namespace {
+
+// Runs fn(0) ... fn(n - 1) on up to `threads` threads; each index runs once.
+void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn) {
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < n; i = next++) fn(i);
+  };
+  const size_t k = std::clamp<size_t>(static_cast<size_t>(std::max(threads, 1)), 1,
+                                      std::max<size_t>(n, 1));
+  std::vector<std::jthread> pool;
+  for (size_t t = 1; t < k; ++t) pool.emplace_back(worker);
+  worker();
+}  // the jthreads join here
+
+// The last segment of the location: what a local copy of the pack directory would be called,
+// and so the prefix of its shards in blob references.
+std::string BaseNameOf(const Url& url) {
+  std::string path = url.path;
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  const size_t slash = path.rfind('/');
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (!url.is_s3()) {
+    Result<std::string> decoded = PercentDecode(base);
+    if (decoded.ok()) base = *decoded;
+  }
+  return base.empty() ? url.host : base;
+}
+
+Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" +
+                          std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd.valid()) {
+    const int e = errno;
+    return Status::IOError("cannot write the catalog cache " + tmp + ": " + ErrnoText(e), e);
+  }
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int e = n < 0 ? errno : EIO;
+      ::unlink(tmp.c_str());
+      return Status::IOError("cannot write the catalog cache " + tmp + ": " + ErrnoText(e), e);
+    }
+    done += static_cast<size_t>(n);
+  }
+  fd.reset();
+  // Another mount of the same URL may rename its copy over ours meanwhile; either copy is the
+  // catalog just fetched, and an open SQLite handle keeps reading the file it opened.
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    return Status::IOError("cannot write the catalog cache " + path + ": " + ErrnoText(e), e);
+  }
+  return Status::OK();
+}
+
+// What a pack set at `location` needs from its shards: URLs, reference paths, and the size and
+// ETag every read must still find.
+struct RemoteShards {
+  std::vector<std::string> urls;
+  std::vector<std::string> refs;
+  std::vector<uint64_t> sizes;
+  std::vector<std::string> etags;
+};
+
+// Fetches the catalog into the cache and opens it. NotFound when the location has none.
+Result<std::unique_ptr<Catalog>> FetchCatalog(const RemoteStore& store,
+                                              const std::string& location,
+                                              const RemoteOptions& options) {
+  Result<std::string> bytes = store.Fetch(kCatalogFileName, options.max_catalog_bytes);
+  if (!bytes.ok()) return bytes.status();
+  const std::string dir = options.cache_dir.empty() ? DefaultRemoteCacheDir() : options.cache_dir;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return Status::IOError("cannot create the cache directory " + dir + ": " + ec.message() +
+                               " (choose another with --cache-dir)",
+                           ec.value());
+  }
+  const std::string path = dir + "/" + RemoteCatalogCacheName(location);
+  PACKFS_RETURN_IF_ERROR(WriteFileAtomically(path, *bytes));
+  Result<std::unique_ptr<Catalog>> cat = Catalog::Open(path);
+  if (!cat.ok()) {
+    return cat.status().WithPrefix(location + "/" + kCatalogFileName + " (cached as " + path +
+                                   ")");
+  }
+  return cat;
+}
+
+// HEADs every shard the catalog lists (in parallel): each must exist with the catalog's size.
+Result<RemoteShards> ValidateShards(const RemoteStore& store, const Catalog& cat,
+                                    const std::string& base, const std::string& location,
+                                    int threads) {
+  const auto& shards = cat.shards();
+  RemoteShards out;
+  out.urls.resize(shards.size());
+  out.refs.resize(shards.size());
+  out.sizes.resize(shards.size());
+  out.etags.resize(shards.size());
+  std::vector<Status> errors(shards.size());
+  ParallelFor(shards.size(), threads, [&](size_t i) {
+    const ShardInfo& s = shards[i];
+    out.refs[i] = base + "/" + s.name;
+    out.sizes[i] = s.size;
+    Result<std::string> url = store.UrlOf(s.name);
+    if (!url.ok()) {
+      errors[i] = url.status().WithPrefix("catalog of " + location + " lists shard " + s.name);
+      return;
+    }
+    out.urls[i] = *url;
+    Result<HttpObjectInfo> info = store.http()->Head(*url);
+    if (!info.ok()) {
+      errors[i] = info.status().WithPrefix(out.refs[i] + " (listed in the catalog of " +
+                                           location + ")");
+      return;
+    }
+    if (info->size != s.size) {
+      errors[i] = Status::Stale(
+          out.refs[i] + " at " + *url + " is " + std::to_string(info->size) +
+          " bytes, the catalog says " + std::to_string(s.size) +
+          ": the catalog is stale; run `mkpack catalog` in the pack directory on the server "
+          "and upload the new " + std::string(kCatalogFileName));
+      return;
+    }
+    out.etags[i] = info->etag;
+  });
+  for (const Status& e : errors) PACKFS_RETURN_IF_ERROR(e);
+  return out;
+}
+
+// Lists the pack-*.zip objects under an s3:// location and indexes them over ranged reads.
+Result<std::unique_ptr<Catalog>> ListAndIndex(const RemoteStore& store, const std::string& base,
+                                              const std::string& location, int threads,
+                                              RemoteShards* out) {
+  const Url& url = store.location();
+  std::string prefix = url.path;
+  if (!prefix.empty() && prefix.back() != '/') prefix += '/';
+  PACKFS_ASSIGN_OR_RETURN(std::vector<S3Object> objects, store.s3()->List(url.host, prefix));
+  std::vector<std::pair<int64_t, S3Object>> found;
+  for (S3Object& o : objects) {
+    const std::string name = o.key.substr(prefix.size());
+    const int64_t index = ParseShardFileName(name);
+    if (index >= 0) found.emplace_back(index, std::move(o));
+  }
+  if (found.empty()) {
+    return Status::NotFound(location + " holds no " + kCatalogFileName +
+                            " and no pack-*.zip shards");
+  }
+  std::sort(found.begin(), found.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<ShardContent> contents(found.size());
+  std::vector<Status> errors(found.size());
+  out->urls.resize(found.size());
+  out->refs.resize(found.size());
+  out->sizes.resize(found.size());
+  out->etags.resize(found.size());
+  ParallelFor(found.size(), threads, [&](size_t i) {
+    const S3Object& o = found[i].second;
+    const std::string name = o.key.substr(prefix.size());
+    out->refs[i] = base + "/" + name;
+    std::unique_ptr<RemoteShardSource> src = store.s3()->SourceFor(url.host, o, out->refs[i]);
+    out->urls[i] = src->url();
+    out->sizes[i] = src->size();
+    out->etags[i] = src->etag();
+    Result<ZipIndex> index = IndexShard(*src, name);
+    if (!index.ok()) {
+      errors[i] = index.status();
+      return;
+    }
+    contents[i].info.name = name;
+    contents[i].info.size = o.size;
+    contents[i].info.fingerprint = index->fingerprint;
+    contents[i].index = std::move(index).value();
+  });
+  for (const Status& e : errors) PACKFS_RETURN_IF_ERROR(e);
+  PACKFS_ASSIGN_OR_RETURN(CatalogData data, BuildNodes(std::move(contents)));
+  return Catalog::FromData(data);
+}
+
+}  // namespace
+
+std::string DefaultRemoteCacheDir() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/packfs";
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && home[0] == '/') return std::string(home) + "/.cache/packfs";
+  return "/tmp/packfs-" + std::to_string(::getuid());
+}
+
+std::string RemoteCatalogCacheName(const std::string& location) {
+  std::string base = "catalog";
+  Result<Url> url = ParseUrl(location);
+  if (url.ok()) base = BaseNameOf(*url);
+  // Keep the readable part a plain file name.
+  for (char& c : base) {
+    if (c == '/' || static_cast<unsigned char>(c) < 0x20) c = '_';
+  }
+  if (base.size() > 64) base.resize(64);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(XXH3_64bits(location.data(), location.size())));
+  return base + "-" + hex + ".sqlite";
+}
+
+Result<std::unique_ptr<PackSet>> OpenRemotePackSet(const std::string& location_in,
+                                                   const RemoteOptions& options) {
+  std::string location = location_in;
+  while (location.size() > 1 && location.back() == '/') location.pop_back();
+  PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<RemoteStore> store,
+                          RemoteStore::Create(location, options.s3, options.http));
+  location = store->location().ToString();
+  const std::string base = BaseNameOf(store->location());
+  const int threads = options.open_threads > 0 ? options.open_threads : 16;
+
+  RemoteShards shards;
+  std::unique_ptr<Catalog> catalog;
+  std::string hint;
+  Result<std::unique_ptr<Catalog>> fetched = FetchCatalog(*store, location, options);
+  if (fetched.ok()) {
+    catalog = std::move(fetched).value();
+    PACKFS_ASSIGN_OR_RETURN(shards, ValidateShards(*store, *catalog, base, location, threads));
+    hint = "the pack set at " + location + " changed on the server; remount it (run `mkpack " +
+           "catalog` there and upload the new " + kCatalogFileName + " if its shards changed)";
+  } else if (fetched.status().code() != Code::kNotFound) {
+    return fetched.status();
+  } else if (store->s3() == nullptr) {
+    return Status::NotFound(
+        location + " has no " + kCatalogFileName + ": a pack set served over HTTP needs its " +
+        "catalog beside the shards (an HTTP server cannot list them); run `mkpack catalog DIR` " +
+        "on the pack directory and publish " + kCatalogFileName + " with the shards");
+  } else {
+    PACKFS_ASSIGN_OR_RETURN(catalog, ListAndIndex(*store, base, location, threads, &shards));
+    hint = "the pack set at " + location + " changed on the server; remount it";
+  }
+
+  auto client = std::shared_ptr<const HttpClient>(store->http());
+  auto opener = [client, urls = shards.urls, refs = shards.refs, sizes = shards.sizes,
+                 etags = shards.etags](uint32_t shard) -> Result<ShardLease> {
+    if (shard >= urls.size()) {
+      return Status::Corruption("shard id " + std::to_string(shard) + " is out of range");
+    }
+    // No request: every read is checked against the ETag (and size) seen at open.
+    return ShardLease(
+        RemoteShardSource::FromKnown(client, urls[shard], refs[shard], sizes[shard], etags[shard]));
+  };
+  std::vector<std::string> urls = shards.urls;
+  return PackSet::FromCatalog(location, std::move(catalog), std::move(urls),
+                              std::move(shards.refs), std::move(opener), std::move(hint));
+}
+
+}  // namespace packfs

@@ -1,0 +1,50 @@
+// Remote pack sets: a zip pack set whose shards are HTTP(S) or S3 objects
+// ("https://host/data/media", "s3://bucket/data/media"), served as a PackSet whose shards are
+// RemoteShardSources (one ranged GET per read) while members keep their local header check.
+//
+// Opening fetches the catalog object `.packfs-catalog.sqlite` beside the shards into a cache
+// directory (SQLite needs a file) and checks every shard it lists with parallel HEADs: the size
+// must be the catalog's, and the ETag seen then is required of every later GET, so a shard
+// replaced on the server fails its reads with EIO instead of serving other bytes. Without a
+// catalog, an s3:// set is listed (pack-*.zip) and indexed over ranged reads at open; an http(s)
+// set cannot be listed and is refused with advice.
+//
+// Thread-safety: OpenRemotePackSet may be called from any thread; the returned PackSet is as
+// thread-safe as any PackSet. It owns (shares) the HTTP client its shards read through.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/http_client.h"
+#include "core/pack_set.h"
+#include "core/s3.h"
+#include "core/status.h"
+
+namespace packfs {
+
+struct RemoteOptions {
+  S3Config s3;        // used for s3:// locations only (endpoint, region, credentials)
+  HttpOptions http;   // connections, retries, timeouts
+  // Where fetched catalogs are kept; empty: DefaultRemoteCacheDir().
+  std::string cache_dir;
+  // Requests run at once while validating (HEAD) or indexing (ranged reads) shards at open;
+  // further bounded by http.max_connections. 0: 16.
+  int open_threads = 0;
+  // A catalog object larger than this is refused (it is downloaded whole).
+  size_t max_catalog_bytes = size_t{4} << 30;
+};
+
+// $XDG_CACHE_HOME/packfs, else $HOME/.cache/packfs, else /tmp/packfs-<uid>.
+std::string DefaultRemoteCacheDir();
+
+// The cache file name of `location`'s catalog: "<base name>-<16 hex digits of its hash>.sqlite".
+std::string RemoteCatalogCacheName(const std::string& location);
+
+// Opens the pack set at `location` (an http(s):// or s3:// URL of the pack directory). Blob
+// references read "zip://KEY::<last path segment>/pack-0000.zip", as for a local directory of
+// that name. Errors name the URL and say what to do (a missing catalog on http, a stale one).
+Result<std::unique_ptr<PackSet>> OpenRemotePackSet(const std::string& location,
+                                                   const RemoteOptions& options);
+
+}  // namespace packfs
