@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "core/key.h"
 #include "core/parquet_reader.h"
 
 namespace packfs {
@@ -153,6 +154,13 @@ Result<LeRobotInfo> ParseLeRobotInfo(std::string_view json_text,
     if (!feature.is_object()) continue;
     auto dtype = feature.find("dtype");
     if (dtype != feature.end() && dtype->is_string() && *dtype == "video") {
+      // A camera name becomes a directory of the mount and of converted pack sets: it must be
+      // one safe path component, so a hostile info.json cannot place files outside the tree.
+      if (key.find('/') != std::string::npos || !ValidateKey(key).ok()) {
+        return Status::InvalidArgument(where + ": video feature " + QuoteKey(key) +
+                                       " is not usable as a directory name (it must be one path "
+                                       "component: no '/', not '.' or '..', valid UTF-8)");
+      }
       info.video_keys.push_back(key);
     }
   }

@@ -157,6 +157,9 @@ Result<LeRobotPlan> PlanLeRobotView(const PackSet& dataset, const LeRobotInfo& i
     for (const EpisodeVideo& ev : e.videos) {
       EpisodeVideoFile v;
       v.key = LeRobotV21VideoPath(info, e.index, ev.video_key);
+      PACKFS_RETURN_IF_ERROR(ValidateKey(v.key).WithPrefix(
+          dataset.dir() + ": episode " + std::to_string(e.index) + " of camera " +
+          QuoteKey(ev.video_key) + " would be at an unsafe path " + QuoteKey(v.key)));
       v.episode = e.index;
       v.video_key = ev.video_key;
       PACKFS_ASSIGN_OR_RETURN(v.source_key, LeRobotVideoPath(info, ev));

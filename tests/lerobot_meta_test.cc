@@ -171,6 +171,13 @@ TEST(LeRobotMetaTest, BadInfoJson) {
   expect_error(replace("\"chunks_size\": 1000", "\"chunks_size\": \"many\""), "chunks_size");
   expect_error(replace("\"codebase_version\": \"v3.0\"", "\"codebase\": 3"), "codebase_version");
   expect_error(replace("{file_index:03d}.mp4", "{episode:03d}.mp4"), "unknown field 'episode'");
+  // Camera names that would escape or split the tree.
+  expect_error(replace("\"observation.images.front\": {", "\"../../etc\": {"),
+               "not usable as a directory name");
+  expect_error(replace("\"observation.images.front\": {", "\"a/b\": {"),
+               "not usable as a directory name");
+  expect_error(replace("\"observation.images.front\": {", "\"..\": {"),
+               "not usable as a directory name");
   auto v21 = ParseLeRobotInfo(replace("\"v3.0\"", "\"v2.1\""), "info.json");
   // A v2.1 info with v3 templates is rejected: chunk_index is not a v2.1 field.
   ASSERT_FALSE(v21.ok());
