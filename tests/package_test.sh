@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # package_test: builds the Debian package with CPack from the build tree, checks its contents and
-# declared dependencies (every library `ldd` shows for packfs and mkpack comes from a package in
+# declared dependencies (every library packfs and mkpack link directly comes from a package in
 # Depends), installs it with `apt-get install ./packfs_*.deb`, and with the installed programs
 # only: packs a small tree, mounts it through `mount -t fuse.packfs SRC MNT -o ro` (run with an
 # empty environment, as mount(8) runs helpers with a cleared PATH; the daemon must be
@@ -70,7 +70,16 @@ depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
 dep_names=$(tr ',' '\n' <<<"$depends" | sed 's/(.*//; s/ //g')
 grep -qx fuse3 <<<"$dep_names" || die "Depends lacks fuse3"
-for lib in $(ldd "$build/packfs" "$build/mkpack" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u); do
+# The libraries the programs link directly (DT_NEEDED): their own packages bring what they need in
+# turn (libcurl4's Depends lists its TLS, HTTP/2 and compression libraries, for instance).
+needed=$(for b in "$build/packfs" "$build/mkpack"; do
+           readelf -d "$b" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'
+         done | sort -u)
+[[ -n $needed ]] || die "readelf found no NEEDED libraries in packfs/mkpack"
+for lib in $(ldd "$build/packfs" "$build/mkpack" |
+             awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
+             while read -r soname path; do grep -qx "$soname" <<<"$needed" && echo "$path"; done |
+             sort -u); do
   # dpkg knows a library by the path its package ships (/lib/... or /usr/lib/... on a merged /usr).
   owner=""
   for path in "$lib" "$(readlink -f "$lib")" "/usr$lib" "${lib#/usr}"; do
