@@ -14,18 +14,14 @@
 #include <thread>
 #include <vector>
 
+#include "core/url.h"
+
 namespace packfs {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxErrorBody = 4096;
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -179,7 +175,7 @@ struct HttpClient::Request {
     }
     size_t colon = line.find(':');
     if (colon == std::string_view::npos) return size * n;
-    std::string name = Lower(Trim(line.substr(0, colon)));
+    std::string name = AsciiLower(Trim(line.substr(0, colon)));
     std::string value(Trim(line.substr(colon + 1)));
     if (name == "etag") {
       r->etag = value;
@@ -188,7 +184,7 @@ struct HttpClient::Request {
     } else if (name == "content-range") {
       r->content_range = value;
     } else if (name == "accept-ranges") {
-      r->accept_ranges = Lower(value);
+      r->accept_ranges = AsciiLower(value);
     } else if (name == "content-length") {
       r->has_content_length = ParseU64(value, &r->content_length);
     }

@@ -5,16 +5,17 @@
 #include <charconv>
 
 namespace packfs {
-namespace {
 
-std::string Lower(std::string_view s) {
+std::string AsciiLower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
 
+namespace {
+
 bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
-  return text.size() >= prefix.size() && Lower(text.substr(0, prefix.size())) == prefix;
+  return text.size() >= prefix.size() && AsciiLower(text.substr(0, prefix.size())) == prefix;
 }
 
 bool IsUnreserved(unsigned char c) {
@@ -73,7 +74,7 @@ Result<Url> ParseUrl(std::string_view text) {
   size_t sep = text.find("://");
   if (sep == std::string_view::npos) return Bad(text, "expected scheme://host/path");
   Url url;
-  url.scheme = Lower(text.substr(0, sep));
+  url.scheme = AsciiLower(text.substr(0, sep));
   if (url.scheme != "http" && url.scheme != "https" && url.scheme != "s3") {
     return Bad(text, "scheme must be http, https or s3");
   }
@@ -134,7 +135,7 @@ Result<Url> ParseUrl(std::string_view text) {
     }
     url.port = p;
   }
-  url.host = Lower(host);
+  url.host = AsciiLower(host);
   url.path = path.empty() ? "/" : std::string(path);
   for (char c : url.path) {
     if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {

@@ -30,6 +30,9 @@ bool IsRemoteLocation(std::string_view text);
 // bad ports and bucket names S3 cannot have. InvalidArgument naming the text on failure.
 Result<Url> ParseUrl(std::string_view text);
 
+// `s` with ASCII letters lowercased (schemes, hosts, header names); other bytes unchanged.
+std::string AsciiLower(std::string_view s);
+
 // Percent-encodes every byte outside RFC 3986's unreserved set (A-Z a-z 0-9 - . _ ~); "/" is kept
 // when keep_slash. This is also the encoding AWS SigV4 expects for paths and query values.
 std::string PercentEncode(std::string_view raw, bool keep_slash);

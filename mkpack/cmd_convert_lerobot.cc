@@ -30,11 +30,11 @@
 namespace packfs::mkpack {
 namespace {
 
-struct ConvertArgs {
+struct LeRobotArgs {
   std::string src, dst;
   std::string max_pack_bytes = "4294967296";
   bool reproducible = false;
-  int jobs = 4;
+  int jobs = 0;  // 0: auto (kAutoJobs)
   bool json = false;
   bool no_catalog = false;
   bool dry_run = false;
@@ -188,7 +188,7 @@ Status WriteFileAtomically(const std::string& path, const std::string& text) {
   return Status::OK();
 }
 
-int RunConvert(const ConvertArgs& a) {
+int RunConvertLeRobot(const LeRobotArgs& a) {
   auto fail = [](const Status& st) {
     std::fprintf(stderr, "mkpack convert-lerobot: %s\n", st.message().c_str());
     return kExitError;
@@ -200,7 +200,7 @@ int RunConvert(const ConvertArgs& a) {
   opts.max_pack_bytes = *mpb;
   opts.group_by = GroupBy::kInput;
   opts.reproducible = a.reproducible;
-  opts.jobs = std::max(1, a.jobs);
+  opts.jobs = JobsOrAuto(a.jobs);
   opts.sync = !a.no_fsync;
 
   auto set = OpenDatasetDir(a.src, PackSetOptions{});
@@ -286,7 +286,7 @@ int RunConvert(const ConvertArgs& a) {
 }  // namespace
 
 void RegisterConvertLeRobot(CLI::App& app, int* exit_code) {
-  auto args = std::make_shared<ConvertArgs>();
+  auto args = std::make_shared<LeRobotArgs>();
   CLI::App* sub = app.add_subcommand(
       "convert-lerobot",
       "Convert a LeRobot dataset (SRC: its root as plain files, or a pack set holding it) into a "
@@ -302,15 +302,16 @@ void RegisterConvertLeRobot(CLI::App& app, int* exit_code) {
                   "zip shard size limit; suffixes K, M, G, T (binary)")
       ->capture_default_str();
   sub->add_flag("--reproducible", args->reproducible, "fixed times (1980-01-01) in the zip shards");
-  sub->add_option("--jobs,-j", args->jobs, "threads reading the source (and parsing MP4s)")
-      ->check(CLI::Range(1, 256))
+  sub->add_option("--jobs,-j", args->jobs, "threads reading the source (and parsing MP4s); 0 = auto (8); the output does "
+                  "not depend on it")
+      ->check(CLI::Range(0, 256))
       ->capture_default_str();
   sub->add_flag("--json", args->json, "print the summary as JSON on stdout");
   sub->add_flag("--no-catalog", args->no_catalog, "do not write .packfs-catalog.sqlite");
   sub->add_flag("--dry-run", args->dry_run,
                 "print the plan (episodes, their sources, ranges, sizes, shards); write nothing");
   sub->add_flag("--no-fsync", args->no_fsync, "skip fsync (faster; not crash-safe)");
-  sub->callback([args, exit_code] { *exit_code = RunConvert(*args); });
+  sub->callback([args, exit_code] { *exit_code = RunConvertLeRobot(*args); });
 }
 
 }  // namespace packfs::mkpack

@@ -21,14 +21,14 @@
 namespace packfs::mkpack {
 namespace {
 
-struct ConvertArgs {
+struct WdsArgs {
   std::vector<std::string> paths;  // SRC... DST
   bool shard_prefix = false;
   std::string max_pack_bytes = "4294967296";
   uint64_t max_members = kDefaultMaxMembers;
   std::string align = "auto";
   bool reproducible = false;
-  int jobs = 1;
+  int jobs = 0;  // 0: auto (kAutoJobs)
   bool json = false;
   bool no_catalog = false;
   bool dry_run = false;
@@ -108,7 +108,7 @@ Result<Inputs> CollectInputs(const std::vector<std::string>& tars, bool shard_pr
   return out;
 }
 
-int RunConvert(const ConvertArgs& a) {
+int RunConvertWds(const WdsArgs& a) {
   auto fail = [](const Status& st) {
     std::fprintf(stderr, "mkpack convert-wds: %s\n", st.message().c_str());
     return kExitError;
@@ -133,7 +133,7 @@ int RunConvert(const ConvertArgs& a) {
   }
   opts.group_by = GroupBy::kStem;
   opts.reproducible = a.reproducible;
-  opts.jobs = std::max(1, a.jobs);
+  opts.jobs = JobsOrAuto(a.jobs);
   opts.sync = !a.no_fsync;
 
   auto tars = ListTars(srcs);
@@ -223,7 +223,7 @@ int RunConvert(const ConvertArgs& a) {
 }  // namespace
 
 void RegisterConvertWds(CLI::App& app, int* exit_code) {
-  auto args = std::make_shared<ConvertArgs>();
+  auto args = std::make_shared<WdsArgs>();
   CLI::App* sub = app.add_subcommand(
       "convert-wds",
       "Convert WebDataset tar shards (SRC: .tar files or directories of them) into a pack set in "
@@ -248,15 +248,16 @@ void RegisterConvertWds(CLI::App& app, int* exit_code) {
                   "data starts on an N-byte boundary (0: none)")
       ->capture_default_str();
   sub->add_flag("--reproducible", args->reproducible, "fixed times (1980-01-01) in the zip shards");
-  sub->add_option("--jobs,-j", args->jobs, "reader threads prefetching small members")
-      ->check(CLI::Range(1, 256))
+  sub->add_option("--jobs,-j", args->jobs, "reader threads prefetching small members; 0 = auto (8); the output does not "
+                  "depend on it")
+      ->check(CLI::Range(0, 256))
       ->capture_default_str();
   sub->add_flag("--json", args->json, "print the summary as JSON on stdout");
   sub->add_flag("--no-catalog", args->no_catalog, "do not write .packfs-catalog.sqlite");
   sub->add_flag("--dry-run", args->dry_run,
                 "index the tars and print the plan (shards, members, bytes); write nothing");
   sub->add_flag("--no-fsync", args->no_fsync, "skip fsync (faster; not crash-safe)");
-  sub->callback([args, exit_code] { *exit_code = RunConvert(*args); });
+  sub->callback([args, exit_code] { *exit_code = RunConvertWds(*args); });
 }
 
 }  // namespace packfs::mkpack

@@ -43,11 +43,6 @@ struct PackArgs {
 
 using Clock = std::chrono::steady_clock;
 
-// Default reader threads. Cold small-file reads are latency bound and the virtio SSD serves
-// many requests at once: on 100k files of 4-32 KiB, 8 readers cut the cold pack from 55.6 s
-// (1 reader) to 20.4 s; the readers mostly sleep in I/O, so more threads than cores is right.
-constexpr int kAutoJobs = 8;
-
 std::string JsonString(const std::string& s) {
   std::string o = "\"";
   for (unsigned char c : s) {
@@ -120,7 +115,7 @@ int RunPack(const PackArgs& a) {
                   : a.group_by == "stem" ? GroupBy::kStem
                                          : GroupBy::kNone;
   opts.reproducible = a.reproducible;
-  opts.jobs = a.jobs > 0 ? a.jobs : kAutoJobs;
+  opts.jobs = JobsOrAuto(a.jobs);
   opts.sync = !a.no_fsync;
 
   // 1. The inputs.

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 scripts/install-deps.sh
 echo "== building"
-scripts/build.sh build >/dev/null
+scripts/build.sh build -DCMAKE_UNITY_BUILD=ON >/dev/null
 bin=$root/build
 
 work=${1:-}

@@ -13,7 +13,7 @@ scripts/install-deps.sh --bench
 
 jobs=$(nproc)
 echo "== g++ build (-Wall -Wextra -Werror)"
-CC=gcc CXX=g++ scripts/build.sh build-ci -DPACKFS_WERROR=ON
+CC=gcc CXX=g++ scripts/build.sh build-ci -DPACKFS_WERROR=ON -DCMAKE_UNITY_BUILD=ON
 echo "== tests (g++)"
 (cd build-ci && ctest --output-on-failure -j "$jobs")
 
@@ -37,6 +37,7 @@ if [[ "${1:-}" != "--fast" ]]; then
   # The same build carries libFuzzer's coverage instrumentation and the fuzz targets, so the
   # fuzzing step below needs no build of its own.
   CC=clang CXX=clang++ scripts/build.sh build-asan -DPACKFS_WERROR=ON -DPACKFS_SANITIZE=ON \
+    -DCMAKE_UNITY_BUILD=ON \
     -DPACKFS_FUZZ=ON
   finish_bench
   echo "== tests (clang, ASan + UBSan)"
