@@ -41,6 +41,7 @@ BlockCache::Lookup BlockCache::Acquire(const std::string& object, uint64_t start
   map_.emplace(slot->key, slot);
   bytes_ += size;
   pending_ += size;
+  EvictLocked();  // make room for the claim now, so held plus claimed stays within the bound
   return Lookup{nullptr, slot, true};
 }
 
