@@ -13,7 +13,7 @@ request round trip costs MS more, as on a link with an MS round-trip time. Serve
 bytes are not delayed and are moved with splice(2) through a pipe (kernel to kernel, 1 MiB at a
 time) so the proxy is not what limits throughput.
 
---log PATH: one line per forwarded client chunk, written when it was forwarded:
+--log PATH: one line per forwarded client chunk, written just before it is forwarded:
   conn=N bytes=B held_ms=H head=FIRST LINE
 H is the time the chunk really spent held (measured, never less than MS unless the connection
 was closing), FIRST LINE the chunk's first line when it looks like an HTTP request head ("-"
@@ -107,12 +107,14 @@ def pump_delayed(conn_id, src, dst, delay, log):
                 wait = arrived + delay - time.monotonic()
                 if wait > 0:
                     time.sleep(wait)
-                dst.sendall(data)
+                # Logged before it is sent, so the line is there by the time the server
+                # answers (a test reading the log after its request finished sees it).
                 held = (time.monotonic() - arrived) * 1000
                 head = "-"
                 if data.startswith(METHODS):
                     head = data.split(b"\r\n", 1)[0].decode("latin-1")
                 log.write(f"conn={conn_id} bytes={len(data)} held_ms={held:.3f} head={head}")
+                dst.sendall(data)
             dst.shutdown(socket.SHUT_WR)
         except OSError:
             close_quietly(src, dst)
