@@ -103,7 +103,7 @@ def parse_args():
         args.large_mib = min(args.large_mib, 64)
         args.fio_runtime = 1
         args.video_s = min(args.video_s, 2)
-        args.remote_files = min(args.remote_files, 200)
+        args.remote_files = min(args.remote_files, 150)
         args.remote_large_mib = min(args.remote_large_mib, 16)
         args.remote_budget = min(args.remote_budget, 3)
     return args
