@@ -340,11 +340,14 @@ Result<std::span<const uint8_t>> PackSet::ReadCopy(const Node& file, uint64_t of
     return Status::Stale(ShardRefPath(file.shard) + ": short read of member data at offset " +
                          std::to_string(at) + " (the shard shrank?); " + impl_->refresh_hint);
   };
+  // The member's bytes, local header included (raw members have none: data_offset is 0).
+  const uint64_t member_end = file.data_offset + file.size;
   const bool checked = raw_members_ || impl_->Checked(file.id);
   if (checked || file.local_header_offset > at || at - file.local_header_offset > kHeadedReadGap) {
     if (!checked) PACKFS_RETURN_IF_ERROR(CheckMemberAgainst(file, *src));
     if (scratch->size() < n) scratch->resize(n);
-    PACKFS_ASSIGN_OR_RETURN(size_t got, src->ReadAt(at, std::span<uint8_t>(scratch->data(), n)));
+    PACKFS_ASSIGN_OR_RETURN(size_t got, src->ReadMemberAt(file.local_header_offset, member_end,
+                                                          at, std::span<uint8_t>(scratch->data(), n)));
     if (got != n) return short_read();
     return std::span<const uint8_t>(scratch->data(), n);
   }
@@ -354,8 +357,10 @@ Result<std::span<const uint8_t>> PackSet::ReadCopy(const Node& file, uint64_t of
   const uint64_t head = at - file.local_header_offset;
   const size_t total = static_cast<size_t>(head) + n;
   if (scratch->size() < total) scratch->resize(total);
-  PACKFS_ASSIGN_OR_RETURN(size_t got, src->ReadAt(file.local_header_offset,
-                                                  std::span<uint8_t>(scratch->data(), total)));
+  PACKFS_ASSIGN_OR_RETURN(size_t got,
+                          src->ReadMemberAt(file.local_header_offset, member_end,
+                                            file.local_header_offset,
+                                            std::span<uint8_t>(scratch->data(), total)));
   PrefetchedSource prefetched(*src, file.local_header_offset,
                               std::span<const uint8_t>(scratch->data(), got));
   PACKFS_RETURN_IF_ERROR(CheckMemberAgainst(file, prefetched));

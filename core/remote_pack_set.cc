@@ -260,14 +260,19 @@ Result<std::unique_ptr<PackSet>> OpenRemotePackSet(const std::string& location_i
   }
 
   auto client = std::shared_ptr<const HttpClient>(store->http());
-  auto opener = [client, urls = shards.urls, refs = shards.refs, sizes = shards.sizes,
+  std::shared_ptr<RemoteReader> reader = options.reader;
+  if (!reader) {
+    PACKFS_ASSIGN_OR_RETURN(reader, RemoteReader::Create(options.read));
+  }
+  auto opener = [client, reader, urls = shards.urls, refs = shards.refs, sizes = shards.sizes,
                  etags = shards.etags](uint32_t shard) -> Result<ShardLease> {
     if (shard >= urls.size()) {
       return Status::Corruption("shard id " + std::to_string(shard) + " is out of range");
     }
     // No request: every read is checked against the ETag (and size) seen at open.
     return ShardLease(
-        RemoteShardSource::FromKnown(client, urls[shard], refs[shard], sizes[shard], etags[shard]));
+        RemoteShardSource::FromKnown(client, urls[shard], refs[shard], sizes[shard], etags[shard],
+                                     reader));
   };
   std::vector<std::string> urls = shards.urls;
   return PackSet::FromCatalog(location, std::move(catalog), std::move(urls),

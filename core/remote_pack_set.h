@@ -18,6 +18,7 @@
 
 #include "core/http_client.h"
 #include "core/pack_set.h"
+#include "core/remote_reader.h"
 #include "core/s3.h"
 #include "core/status.h"
 
@@ -33,6 +34,11 @@ struct RemoteOptions {
   int open_threads = 0;
   // A catalog object larger than this is refused (it is downloaded whole).
   size_t max_catalog_bytes = size_t{4} << 30;
+  // How shard reads become requests and where they are cached (--cache-size, --disk-cache,
+  // --disk-cache-size). Used to create a reader when `reader` is null.
+  RemoteReaderOptions read;
+  // A reader shared by every remote source of a mount, so their memory stays within one bound.
+  std::shared_ptr<RemoteReader> reader;
 };
 
 // $XDG_CACHE_HOME/packfs, else $HOME/.cache/packfs, else /tmp/packfs-<uid>.

@@ -29,6 +29,16 @@ class ShardSource {
   // Reads min(buf.size(), size() - offset) bytes at `offset` into buf and returns how many were
   // read; fewer than asked only at end of source. Thread-safe.
   virtual Result<size_t> ReadAt(uint64_t offset, std::span<uint8_t> buf) const = 0;
+  // ReadAt for a read that belongs to one member whose bytes (local header included) are
+  // [member_begin, member_end) of this source; offset and buf lie within them. Lets a remote
+  // source fetch a small member whole and detect sequential reads of a large one. The default
+  // ignores the member and calls ReadAt. Thread-safe.
+  virtual Result<size_t> ReadMemberAt(uint64_t member_begin, uint64_t member_end, uint64_t offset,
+                                      std::span<uint8_t> buf) const {
+    (void)member_begin;
+    (void)member_end;
+    return ReadAt(offset, buf);
+  }
   // A file descriptor whose bytes at the same offsets are this source's (for zero-copy replies),
   // or -1 when the bytes are synthesized or remote.
   virtual int fd() const { return -1; }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -57,6 +58,9 @@ struct Cli {
   bool anonymous = false;
   size_t max_connections = 0;
   std::string cache_dir;
+  std::string cache_size;
+  std::string disk_cache;
+  std::string disk_cache_size;
 };
 
 // Undoes \040-style escapes of /proc/self/mountinfo.
@@ -146,6 +150,19 @@ struct Plan {
   bool debug = false;
 };
 
+// 512 MiB, but at most an eighth of the RAM (and at least 64 MiB): enough to hold the read-ahead
+// of several sequential readers (64 MiB windows) plus a working set of small files, without
+// crowding out the page cache, which holds the same bytes again once read.
+uint64_t DefaultMemoryCacheBytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  uint64_t bytes = uint64_t{512} << 20;
+  if (pages > 0 && page > 0) {
+    bytes = std::min(bytes, static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 8);
+  }
+  return std::max(bytes, uint64_t{64} << 20);
+}
+
 Result<Plan> MakePlan(const Cli& cli) {
   if (cli.paths.size() < 2) {
     return Status::InvalidArgument("need at least one SOURCE and a MOUNTPOINT (see --help)");
@@ -229,6 +246,26 @@ Result<Plan> MakePlan(const Cli& cli) {
     std::error_code ec;
     plan.remote.cache_dir = std::filesystem::absolute(cli.cache_dir, ec).string();
   }
+  if (!cli.cache_size.empty()) {
+    Result<uint64_t> n = ParseByteSize(cli.cache_size);
+    if (!n.ok()) return n.status().WithPrefix("--cache-size");
+    plan.remote.read.memory_bytes = *n;
+  } else {
+    plan.remote.read.memory_bytes = DefaultMemoryCacheBytes();
+  }
+  if (!cli.disk_cache.empty()) {
+    std::error_code ec;
+    plan.remote.read.disk_dir = std::filesystem::absolute(cli.disk_cache, ec).string();
+  }
+  if (!cli.disk_cache_size.empty()) {
+    if (cli.disk_cache.empty()) {
+      return Status::InvalidArgument("--disk-cache-size needs --disk-cache DIR");
+    }
+    Result<uint64_t> n = ParseByteSize(cli.disk_cache_size);
+    if (!n.ok()) return n.status().WithPrefix("--disk-cache-size");
+    plan.remote.read.disk_bytes = *n;
+  }
+  plan.remote.read.prefetch_threads = static_cast<int>(plan.remote.http.max_connections);
   plan.threads = cli.threads > 0 ? cli.threads : plan.mount.threads.value_or(8);
   plan.debug = cli.debug || plan.mount.debug;
   plan.foreground = cli.foreground || plan.debug;
@@ -321,7 +358,15 @@ int RunMount(const Plan& plan, int ready_fd) {
     }
     return 1;
   };
-  Result<std::unique_ptr<Filesystem>> fs = OpenFilesystem(plan, log);
+  Plan opened = plan;
+  if (std::any_of(plan.sources.begin(), plan.sources.end(), IsRemoteLocation)) {
+    // One reader for every remote source: one memory bound, one set of read-ahead threads
+    // (started here, after the fork).
+    Result<std::shared_ptr<RemoteReader>> reader = RemoteReader::Create(plan.remote.read);
+    if (!reader.ok()) return fail(reader.status());
+    opened.remote.reader = *reader;
+  }
+  Result<std::unique_ptr<Filesystem>> fs = OpenFilesystem(opened, log);
   if (!fs.ok()) return fail(fs.status());
   ServeConfig config;
   config.zero_copy = plan.mount.zero_copy;
@@ -351,7 +396,10 @@ int RunMount(const Plan& plan, int ready_fd) {
   };
   Status st = ServeMount(**fs, config, params, log, on_ready);
   if (!st.ok()) return fail(st);
-  if (plan.debug) log.Info("unmounted " + plan.mountpoint + "; stats:\n" + (*fs)->StatsJson());
+  if (plan.debug) {
+    log.Info("unmounted " + plan.mountpoint + "; stats:\n" + (*fs)->StatsJson());
+    if (opened.remote.reader) log.Info("{" + opened.remote.reader->StatsJson() + "}");
+  }
   return 0;
 }
 
@@ -440,6 +488,14 @@ int main(int argc, char** argv) {
   app.add_option("--cache-dir", cli.cache_dir,
                  "where catalogs of remote sources are cached (default: "
                  "$XDG_CACHE_HOME/packfs or ~/.cache/packfs)");
+  app.add_option("--cache-size", cli.cache_size,
+                 "memory for blocks of remote sources, e.g. 512M or 2G (default 512M, at most "
+                 "1/8 of the RAM)");
+  app.add_option("--disk-cache", cli.disk_cache,
+                 "keep blocks of remote sources in DIR too, so a later mount reads them "
+                 "locally (default: none)");
+  app.add_option("--disk-cache-size", cli.disk_cache_size,
+                 "bound of the --disk-cache directory, e.g. 10G (default 10G)");
   CLI11_PARSE(app, argc, argv);
 
   Result<Plan> plan = MakePlan(cli);

@@ -1,0 +1,309 @@
+// RemoteReader: whole small members, blocks with sequential read-ahead, memory and disk caches
+// (see remote_reader.h).
+#include "core/remote_reader.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace packfs {
+namespace {
+
+// Separate key spaces: a whole member and a block may start at the same offset.
+std::string MemberKey(const RangeFetcher& o) { return o.cache_key() + "\nmember"; }
+std::string BlockKey(const RangeFetcher& o) { return o.cache_key() + "\nblock"; }
+
+}  // namespace
+
+Result<std::shared_ptr<RemoteReader>> RemoteReader::Create(const RemoteReaderOptions& options) {
+  if (options.block_size == 0 || options.block_size % 4096 != 0) {
+    return Status::InvalidArgument("remote read block size must be a positive multiple of 4 KiB");
+  }
+  if (options.memory_bytes < 4 * options.block_size) {
+    return Status::InvalidArgument("--cache-size must be at least " +
+                                   std::to_string(4 * options.block_size / 1024) + " KiB");
+  }
+  std::shared_ptr<RemoteReader> reader(new RemoteReader(options));
+  if (!options.disk_dir.empty()) {
+    PACKFS_ASSIGN_OR_RETURN(reader->disk_, DiskCache::Open(options.disk_dir, options.disk_bytes));
+  }
+  const int threads = std::max(options.prefetch_threads, 1);
+  for (int i = 0; i < threads; ++i) reader->workers_.emplace_back([r = reader.get()] { r->Worker(); });
+  return reader;
+}
+
+RemoteReader::RemoteReader(const RemoteReaderOptions& options)
+    : options_(options), memory_(options.memory_bytes) {
+  // Read-ahead never claims more than the memory cache can hold next to what readers use.
+  options_.max_window = std::max(options_.block_size,
+                                 std::min(options_.max_window, options_.memory_bytes / 8));
+  options_.min_window = std::min(options_.min_window, options_.max_window);
+  options_.max_part = std::max(options_.block_size, std::min(options_.max_part,
+                                                             options_.max_window));
+  // A whole member is one extent: keep it well under the bound too.
+  options_.whole_member_limit = std::min(options_.whole_member_limit, options_.memory_bytes / 4);
+}
+
+RemoteReader::~RemoteReader() {
+  std::deque<Job> left;
+  {
+    std::lock_guard<std::mutex> lock(jobs_mu_);
+    stopping_ = true;
+    left.swap(jobs_);
+  }
+  jobs_cv_.notify_all();
+  for (auto& t : workers_) t.join();
+  for (Job& job : left) {
+    for (Claim& c : job.claims) memory_.Fail(c.slot, Status::IOError("unmounting"));
+  }
+}
+
+void RemoteReader::Enqueue(Job job) {
+  {
+    std::lock_guard<std::mutex> lock(jobs_mu_);
+    jobs_.push_back(std::move(job));
+  }
+  jobs_cv_.notify_one();
+}
+
+void RemoteReader::Worker() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lock(jobs_mu_);
+      jobs_cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      if (stopping_) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    // Errors reach the readers waiting for these blocks; nobody else needs them.
+    (void)FetchBlocks(*job.object, job.claims, true);
+  }
+}
+
+Result<RemoteReader::Bytes> RemoteReader::GetMember(
+    const std::shared_ptr<const RangeFetcher>& object, uint64_t begin, uint64_t length) {
+  const std::string key = MemberKey(*object);
+  BlockCache::Lookup found = memory_.Acquire(key, begin, length);
+  if (found.hit) {
+    ++memory_hits_;
+    return found.hit;
+  }
+  if (!found.owner) {
+    ++memory_hits_;
+    return memory_.Wait(found.slot);
+  }
+  ++misses_;
+  if (disk_ && object->persistent()) {
+    std::optional<std::vector<uint8_t>> bytes = disk_->Get(key, begin, length);
+    if (bytes) {
+      ++disk_hits_;
+      auto shared = std::make_shared<const std::vector<uint8_t>>(std::move(*bytes));
+      memory_.Fulfill(found.slot, shared);
+      return Bytes(shared);
+    }
+  }
+  auto buf = std::make_shared<std::vector<uint8_t>>(length);
+  ++requests_;
+  Status st = object->Fetch(begin, std::span<uint8_t>(*buf));
+  if (!st.ok()) {
+    memory_.Fail(found.slot, st);
+    return st;
+  }
+  bytes_fetched_ += length;
+  if (disk_ && object->persistent()) disk_->Put(key, begin, *buf);
+  Bytes shared = std::move(buf);
+  memory_.Fulfill(found.slot, shared);
+  return shared;
+}
+
+Status RemoteReader::FetchBlocks(const RangeFetcher& object, const std::vector<Claim>& claims,
+                                 bool prefetch) {
+  const std::string key = BlockKey(object);
+  const uint64_t bs = options_.block_size;
+  const uint64_t size = object.size();
+  auto block_len = [&](uint64_t b) { return std::min(bs, size - b * bs); };
+  std::vector<Claim> missing;
+  for (const Claim& c : claims) {
+    if (disk_ && object.persistent()) {
+      std::optional<std::vector<uint8_t>> bytes = disk_->Get(key, c.block * bs, block_len(c.block));
+      if (bytes) {
+        ++disk_hits_;
+        memory_.Fulfill(c.slot, std::make_shared<const std::vector<uint8_t>>(std::move(*bytes)));
+        continue;
+      }
+    }
+    missing.push_back(c);
+  }
+  Status first_error;
+  for (size_t i = 0; i < missing.size();) {
+    size_t j = i + 1;
+    while (j < missing.size() && missing[j].block == missing[j - 1].block + 1) ++j;
+    const uint64_t start = missing[i].block * bs;
+    const uint64_t end = std::min(size, missing[j - 1].block * bs + bs);
+    std::vector<uint8_t> buf(end - start);
+    ++requests_;
+    Status st = object.Fetch(start, std::span<uint8_t>(buf));
+    if (st.ok()) {
+      bytes_fetched_ += buf.size();
+      if (prefetch) prefetched_bytes_ += buf.size();
+    }
+    for (size_t k = i; k < j; ++k) {
+      if (!st.ok()) {
+        memory_.Fail(missing[k].slot, st);
+        continue;
+      }
+      const uint64_t off = missing[k].block * bs - start;
+      const uint64_t len = block_len(missing[k].block);
+      auto bytes = std::make_shared<const std::vector<uint8_t>>(buf.begin() + off,
+                                                                buf.begin() + off + len);
+      if (disk_ && object.persistent()) disk_->Put(key, missing[k].block * bs, *bytes);
+      memory_.Fulfill(missing[k].slot, std::move(bytes));
+    }
+    if (!st.ok() && first_error.ok()) first_error = st;
+    i = j;
+  }
+  return first_error;
+}
+
+uint64_t RemoteReader::Window(const std::string& key, uint64_t begin, uint64_t offset, size_t n) {
+  // FUSE workers deliver a sequential reader's 128 KiB pieces slightly out of order: a read
+  // within `slack` of where the last ended still continues the stream.
+  const uint64_t slack = std::max<uint64_t>(uint64_t{1} << 20, 4 * options_.block_size);
+  std::string skey = key;
+  skey += '\n';
+  skey += std::to_string(begin);
+  std::lock_guard<std::mutex> lock(streams_mu_);
+  auto it = streams_.find(skey);
+  if (it == streams_.end()) {
+    if (streams_.size() >= 4096) {
+      auto oldest = streams_.begin();
+      for (auto s = streams_.begin(); s != streams_.end(); ++s) {
+        if (s->second.last_use < oldest->second.last_use) oldest = s;
+      }
+      streams_.erase(oldest);
+    }
+    Stream s;
+    // A first read at the member's start is taken as the start of a sequential read.
+    s.window = offset - begin <= 2 * options_.block_size ? options_.min_window : 0;
+    s.next = offset + n;
+    s.last_use = ++stream_clock_;
+    streams_.emplace(std::move(skey), s);
+    return s.window;
+  }
+  Stream& s = it->second;
+  s.last_use = ++stream_clock_;
+  if (offset + slack >= s.next && offset <= s.next + slack) {
+    s.window = s.window == 0 ? options_.min_window : std::min(2 * s.window, options_.max_window);
+    s.next = std::max(s.next, offset + n);
+  } else {
+    s.window = 0;
+    s.next = offset + n;
+  }
+  return s.window;
+}
+
+Result<size_t> RemoteReader::Read(const std::shared_ptr<const RangeFetcher>& object,
+                                  uint64_t member_begin, uint64_t member_end, uint64_t offset,
+                                  std::span<uint8_t> buf) {
+  const uint64_t size = object->size();
+  if (offset >= size || buf.empty()) return size_t{0};
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - offset));
+  const bool member = member_end > member_begin && member_end <= size &&
+                      offset >= member_begin && offset + n <= member_end;
+  if (member && member_end - member_begin <= options_.whole_member_limit) {
+    PACKFS_ASSIGN_OR_RETURN(Bytes bytes,
+                            GetMember(object, member_begin, member_end - member_begin));
+    if (bytes->size() != member_end - member_begin) {
+      return Status::Corruption("remote cache holds a member extent of the wrong size");
+    }
+    std::memcpy(buf.data(), bytes->data() + (offset - member_begin), n);
+    return n;
+  }
+
+  const uint64_t bs = options_.block_size;
+  const std::string key = BlockKey(*object);
+  const uint64_t window = member ? Window(object->cache_key(), member_begin, offset, n) : 0;
+  const uint64_t b0 = offset / bs;
+  const uint64_t b1 = (offset + n - 1) / bs;
+  std::vector<BlockCache::Lookup> found;
+  std::vector<Claim> mine;
+  for (uint64_t b = b0; b <= b1; ++b) {
+    found.push_back(memory_.Acquire(key, b * bs, std::min(bs, size - b * bs)));
+    if (found.back().owner) {
+      ++misses_;
+      mine.push_back(Claim{b, found.back().slot});
+    } else {
+      ++memory_hits_;
+    }
+  }
+  // Read-ahead first, so its requests run while this read waits for its own.
+  if (window > 0) {
+    const uint64_t ahead_end = std::min(member_end, offset + n + window);
+    const uint64_t max_pending = options_.memory_bytes / 2;
+    const uint64_t part_blocks = options_.max_part / bs;
+    Job job{object, {}};
+    for (uint64_t b = b1 + 1; b * bs < ahead_end; ++b) {
+      if (memory_.Contains(key, b * bs)) continue;
+      if (memory_.pending_bytes() + bs > max_pending) break;
+      BlockCache::Lookup l = memory_.Acquire(key, b * bs, std::min(bs, size - b * bs));
+      if (!l.owner) continue;
+      if (!job.claims.empty() && (job.claims.back().block + 1 != b ||
+                                  job.claims.size() >= part_blocks)) {
+        Enqueue(std::move(job));
+        job = Job{object, {}};
+      }
+      job.claims.push_back(Claim{b, l.slot});
+    }
+    if (!job.claims.empty()) Enqueue(std::move(job));
+  }
+  Status fetched = FetchBlocks(*object, mine, false);
+  if (!fetched.ok()) return fetched;
+  size_t done = 0;
+  for (size_t i = 0; i < found.size(); ++i) {
+    Bytes bytes = found[i].hit;
+    if (!bytes) {
+      PACKFS_ASSIGN_OR_RETURN(bytes, memory_.Wait(found[i].slot));
+    }
+    const uint64_t block_start = (b0 + i) * bs;
+    const uint64_t from = std::max(offset, block_start) - block_start;
+    const uint64_t len = std::min<uint64_t>(n - done, bytes->size() - from);
+    if (from > bytes->size() || bytes->size() != std::min(bs, size - block_start)) {
+      return Status::Corruption("remote cache holds a block of the wrong size");
+    }
+    std::memcpy(buf.data() + done, bytes->data() + from, len);
+    done += len;
+  }
+  return n;
+}
+
+RemoteReaderStats RemoteReader::stats() const {
+  RemoteReaderStats s;
+  s.memory_hits = memory_hits_.load();
+  s.misses = misses_.load();
+  s.requests = requests_.load();
+  s.bytes_fetched = bytes_fetched_.load();
+  s.prefetched_bytes = prefetched_bytes_.load();
+  s.disk_hits = disk_hits_.load();
+  s.memory_bytes = memory_.bytes();
+  if (disk_) {
+    s.disk_bytes = disk_->bytes();
+    s.disk_damaged = disk_->damaged();
+  }
+  return s;
+}
+
+std::string RemoteReader::StatsJson() const {
+  const RemoteReaderStats s = stats();
+  return "\"remote_cache\": {\"memory_hits\": " + std::to_string(s.memory_hits) +
+         ", \"misses\": " + std::to_string(s.misses) +
+         ", \"requests\": " + std::to_string(s.requests) +
+         ", \"bytes_fetched\": " + std::to_string(s.bytes_fetched) +
+         ", \"prefetched_bytes\": " + std::to_string(s.prefetched_bytes) +
+         ", \"disk_hits\": " + std::to_string(s.disk_hits) +
+         ", \"memory_bytes\": " + std::to_string(s.memory_bytes) +
+         ", \"memory_limit\": " + std::to_string(options_.memory_bytes) +
+         ", \"disk_bytes\": " + std::to_string(s.disk_bytes) +
+         ", \"disk_damaged\": " + std::to_string(s.disk_damaged) + "}";
+}
+
+}  // namespace packfs

@@ -1,0 +1,254 @@
+// RemoteReader against nginx on loopback: a small member costs one GET however it is read; a
+// sequential read of a large member issues far fewer requests than its 128 KiB reads; a random
+// read fetches one block; concurrent readers of one member share one GET; the memory bound holds;
+// the disk cache serves a second reader with no GET, refetches damaged files, and ignores
+// entries of an object whose ETag changed. Requests are counted by the reader and by nginx's
+// access log; bytes are always compared with the file nginx serves.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "core/disk_cache.h"
+#include "core/http_client.h"
+#include "core/remote_reader.h"
+#include "core/remote_source.h"
+#include "tests/support/http_servers.h"
+#include "tests/support/test_util.h"
+
+namespace packfs {
+namespace {
+
+using testing::TempDir;
+constexpr size_t kObjectSize = 8 << 20;
+constexpr size_t kPiece = 128 << 10;  // what FUSE asks for at a time
+
+class RemoteCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    bytes_ = testing::RandomBytes(kObjectSize, 7);
+    ::mkdir((tmp_ / "www").c_str(), 0755);
+    testing::WriteFile(tmp_ / "www/obj.bin", bytes_);
+    std::string why;
+    server_ = testing::NginxServer::Start(tmp_ / "www", &why);
+    if (!server_) GTEST_SKIP() << why;
+    HttpOptions http;
+    http.backoff_base = std::chrono::milliseconds(1);
+    client_ = *HttpClient::Create(http);
+  }
+
+  std::shared_ptr<RemoteReader> NewReader(RemoteReaderOptions o = {}) {
+    if (o.disk_dir.empty() && use_disk_) o.disk_dir = tmp_ / "disk";
+    auto r = RemoteReader::Create(o);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : nullptr;
+  }
+  std::unique_ptr<RemoteShardSource> Source(std::shared_ptr<RemoteReader> reader) {
+    auto head = client_->Head(server_->url() + "/obj.bin");
+    EXPECT_TRUE(head.ok()) << head.status().ToString();
+    return RemoteShardSource::FromKnown(client_, server_->url() + "/obj.bin", "www/obj.bin",
+                                        head->size, head->etag, std::move(reader));
+  }
+  // GETs and HEADs nginx logged for the object (waits a moment for late log lines to settle).
+  size_t ServerRequests() {
+    size_t last = SIZE_MAX;
+    for (int i = 0; i < 100; ++i) {
+      std::istringstream in(server_->AccessLog());
+      size_t n = 0;
+      for (std::string line; std::getline(in, line);) n += line.find("/obj.bin") != std::string::npos;
+      if (n == last) return n;
+      last = n;
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    }
+    return last;
+  }
+  // Reads [begin + from, end) of member [begin, end) in kPiece reads and checks the bytes.
+  void ReadMember(const ShardSource& src, uint64_t begin, uint64_t end, uint64_t from = 0) {
+    std::vector<uint8_t> buf(kPiece);
+    for (uint64_t at = begin + from; at < end; at += kPiece) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(kPiece, end - at));
+      auto got = src.ReadMemberAt(begin, end, at, std::span<uint8_t>(buf.data(), n));
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      ASSERT_EQ(*got, n);
+      ASSERT_EQ(std::memcmp(buf.data(), bytes_.data() + at, n), 0) << "at " << at;
+    }
+  }
+
+  TempDir tmp_;
+  std::string bytes_;
+  std::unique_ptr<testing::NginxServer> server_;
+  std::shared_ptr<HttpClient> client_;
+  bool use_disk_ = false;
+};
+
+TEST_F(RemoteCacheTest, SmallMemberIsOneGetHoweverItIsRead) {
+  auto reader = NewReader();
+  auto src = Source(reader);
+  const size_t before = ServerRequests();
+  ReadMember(*src, 1000, 1000 + 900000);       // 7 pieces
+  ReadMember(*src, 1000, 1000 + 900000, 4096); // again, shifted
+  EXPECT_EQ(reader->stats().requests, 1u);
+  EXPECT_EQ(reader->stats().bytes_fetched, 900000u);
+  EXPECT_EQ(ServerRequests(), before + 1);
+}
+
+TEST_F(RemoteCacheTest, ConcurrentFirstReadsOfAMemberShareOneGet) {
+  auto reader = NewReader();
+  auto src = Source(reader);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] { ReadMember(*src, 5000, 5000 + 2000000, t * 4096); });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(reader->stats().requests, 1u);
+}
+
+TEST_F(RemoteCacheTest, SequentialLargeMemberReadsAheadInGrowingRequests) {
+  auto reader = NewReader();
+  auto src = Source(reader);
+  const size_t before = ServerRequests();
+  ReadMember(*src, 0, kObjectSize);
+  const RemoteReaderStats s = reader->stats();
+  const uint64_t pieces = kObjectSize / kPiece;  // 64 reads
+  // 256 KiB block, then 1, 2, 4 ... MiB windows: a handful of requests, not 64 (nor 32 blocks).
+  EXPECT_LE(s.requests, pieces / 4) << s.requests;
+  EXPECT_GE(s.prefetched_bytes, kObjectSize / 2);
+  EXPECT_LE(s.bytes_fetched, uint64_t{kObjectSize});  // nothing fetched twice
+  EXPECT_EQ(ServerRequests(), before + s.requests);
+}
+
+TEST_F(RemoteCacheTest, RandomReadFetchesOneBlock) {
+  auto reader = NewReader();
+  auto src = Source(reader);
+  std::vector<uint8_t> buf(4096);
+  const uint64_t at = 5 * (1 << 20) + 12345;
+  auto got = src->ReadMemberAt(0, kObjectSize, at, buf);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(std::memcmp(buf.data(), bytes_.data() + at, buf.size()), 0);
+  // Random again, elsewhere.
+  auto got2 = src->ReadMemberAt(0, kObjectSize, 100, buf);
+  ASSERT_TRUE(got2.ok());
+  EXPECT_EQ(std::memcmp(buf.data(), bytes_.data() + 100, buf.size()), 0);
+  const RemoteReaderStats s = reader->stats();
+  EXPECT_EQ(s.requests, 2u);
+  EXPECT_EQ(s.bytes_fetched, 2 * reader->options().block_size);
+  EXPECT_EQ(s.prefetched_bytes, 0u);
+}
+
+TEST_F(RemoteCacheTest, MemoryStaysWithinTheBound) {
+  RemoteReaderOptions o;
+  o.memory_bytes = 2 << 20;
+  auto reader = NewReader(o);
+  auto src = Source(reader);
+  std::vector<uint8_t> buf(kPiece);
+  for (uint64_t at = 0; at < kObjectSize; at += kPiece) {
+    auto got = src->ReadMemberAt(0, kObjectSize, at, buf);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_EQ(std::memcmp(buf.data(), bytes_.data() + at, kPiece), 0);
+    EXPECT_LE(reader->stats().memory_bytes, o.memory_bytes);
+  }
+  // Small members too: whole fetches past the bound evict older ones.
+  for (uint64_t m = 0; m < 16; ++m) ReadMember(*src, m * 400000, m * 400000 + 300000);
+  EXPECT_LE(reader->stats().memory_bytes, o.memory_bytes);
+  EXPECT_GT(reader->stats().memory_bytes, 0u);
+}
+
+TEST_F(RemoteCacheTest, DiskCacheServesASecondReaderWithoutRequests) {
+  use_disk_ = true;
+  {
+    auto reader = NewReader();
+    auto src = Source(reader);
+    ReadMember(*src, 0, 4 << 20);               // blocks (sequential)
+    ReadMember(*src, 6000000, 6000000 + 50000);  // a whole member
+    EXPECT_GT(reader->disk()->bytes(), 4u << 20);
+  }
+  const size_t before = ServerRequests();
+  auto reader = NewReader();
+  auto src = Source(reader);
+  const size_t after_head = ServerRequests();
+  ReadMember(*src, 0, 4 << 20);
+  ReadMember(*src, 6000000, 6000000 + 50000);
+  EXPECT_EQ(reader->stats().requests, 0u);
+  EXPECT_GT(reader->stats().disk_hits, 0u);
+  EXPECT_EQ(ServerRequests(), after_head);
+  EXPECT_EQ(after_head, before + 1);  // the HEAD of Source()
+}
+
+TEST_F(RemoteCacheTest, DamagedDiskCacheFilesAreRefetched) {
+  use_disk_ = true;
+  std::string key;
+  {
+    auto reader = NewReader();
+    auto src = Source(reader);
+    ReadMember(*src, 6000000, 6000000 + 50000);
+    ReadMember(*src, 7000000, 7000000 + 60000);
+    key = server_->url() + "/obj.bin\n" + src->etag();
+  }
+  auto probe = DiskCache::Open(tmp_ / "disk", uint64_t{10} << 30);
+  ASSERT_TRUE(probe.ok());
+  const std::string flipped = (*probe)->PathOf(key + "\nmember", 6000000, 50000);
+  const std::string cut = (*probe)->PathOf(key + "\nmember", 7000000, 60000);
+  ASSERT_TRUE(std::filesystem::exists(flipped)) << flipped;
+  ASSERT_TRUE(std::filesystem::exists(cut)) << cut;
+  {
+    std::fstream f(flipped, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(1000);
+    f.put(static_cast<char>(0x5a ^ bytes_[6000000 + 1000 - 32]));
+  }
+  std::filesystem::resize_file(cut, 1000);
+  auto reader = NewReader();
+  auto src = Source(reader);
+  ReadMember(*src, 6000000, 6000000 + 50000);
+  ReadMember(*src, 7000000, 7000000 + 60000);
+  EXPECT_EQ(reader->stats().requests, 2u);
+  EXPECT_EQ(reader->stats().disk_damaged, 2u);
+}
+
+TEST_F(RemoteCacheTest, ReplacedObjectDoesNotUseOldDiskEntries) {
+  use_disk_ = true;
+  {
+    auto reader = NewReader();
+    auto src = Source(reader);
+    ReadMember(*src, 0, 100000);
+  }
+  // New content, same size, another mtime: nginx's ETag changes.
+  bytes_ = testing::RandomBytes(kObjectSize, 8);
+  testing::WriteFile(tmp_ / "www/obj.bin", bytes_);
+  testing::Sh("touch -d '2001-01-01' '" + (tmp_ / "www/obj.bin") + "'");
+  auto reader = NewReader();
+  auto src = Source(reader);
+  ReadMember(*src, 0, 100000);
+  EXPECT_EQ(reader->stats().requests, 1u);
+  EXPECT_EQ(reader->stats().disk_hits, 0u);
+}
+
+TEST_F(RemoteCacheTest, ErrorsNameTheUrlAndNeverServeBytes) {
+  auto reader = NewReader();
+  auto src = Source(reader);
+  std::filesystem::remove(tmp_ / "www/obj.bin");
+  std::vector<uint8_t> buf(kPiece);
+  auto got = src->ReadMemberAt(0, 300000, 0, buf);
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("/obj.bin"), std::string::npos) << got.status().message();
+  EXPECT_NE(got.status().message().find("404"), std::string::npos) << got.status().message();
+  // A failed fetch is not cached: it fails again (and would succeed once the object is back).
+  auto again = src->ReadMemberAt(0, 300000, 0, buf);
+  EXPECT_FALSE(again.ok());
+  EXPECT_EQ(reader->stats().requests, 2u);
+}
+
+TEST(RemoteReaderOptionsTest, TinyMemoryBoundIsRefused) {
+  RemoteReaderOptions o;
+  o.memory_bytes = 100000;
+  auto r = RemoteReader::Create(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("--cache-size"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace packfs
