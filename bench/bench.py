@@ -4,7 +4,9 @@
 Benchmarks (--only NAME, repeatable): small (small-file random reads), large (fio through the
 mount vs raw), mount (mount start and RSS vs member count), pack (writing and checking), video
 (ffprobe / ffmpeg through the mount), lerobot (per-episode MP4s of a
-LeRobot v3 dataset: read speed vs the episodes' own files, open latency, mount start). Writes bench/results/<date>.json, <date>.md and PNG charts.
+LeRobot v3 dataset: read speed vs the episodes' own files, open latency, mount start), remote
+(an http:// pack set behind a loopback proxy adding 20 ms a request: packfs vs raw ranged GETs
+and curl, its disk cache vs a local mount, its memory). Writes bench/results/<date>.json, <date>.md and PNG charts.
 This machine is shared and noisy: compare contenders within one run, never across runs.
 
 Exit status 1 when a benchmark broke (an exception, wrong bytes, packfs failing to mount or read),
@@ -26,13 +28,15 @@ from bench_large import bench_large
 from bench_lerobot import bench_lerobot
 from bench_mount import bench_mount
 from bench_pack import bench_pack
+from bench_remote import bench_remote
 from bench_small import bench_small
 from bench_video import bench_video
 import report
 
 BENCHES = {"pack": bench_pack, "small": bench_small, "large": bench_large, "mount": bench_mount,
-           "video": bench_video, "lerobot": bench_lerobot}
-ORDER = ["small", "large", "mount", "pack", "video", "lerobot"]
+           "video": bench_video, "lerobot": bench_lerobot,
+           "remote": bench_remote}
+ORDER = ["small", "large", "mount", "pack", "video", "lerobot", "remote"]
 
 
 def parse_args():
@@ -71,6 +75,18 @@ def parse_args():
     ap.add_argument("--large-mib", type=int, default=1024, help="size of the large member")
     ap.add_argument("--fio-runtime", type=int, default=3, help="seconds per random-read job")
     ap.add_argument("--video-s", type=int, default=30, help="length of the test clip")
+    ap.add_argument("--remote-files", type=int, default=2000,
+                    help="remote: small files of 64-256 KiB served over http")
+    ap.add_argument("--remote-large-mib", type=int, default=256,
+                    help="remote: size of the member read sequentially")
+    ap.add_argument("--remote-delay-ms", type=float, default=20,
+                    help="remote: delay the proxy adds to every request")
+    ap.add_argument("--remote-budget", type=float, default=30,
+                    help="remote: seconds a read pass may take")
+    ap.add_argument("--remote-cache-size", default="64M",
+                    help="remote: packfs --cache-size (when packfs has it)")
+    ap.add_argument("--remote-disk-cache-size", default="2G",
+                    help="remote: packfs --disk-cache-size (when packfs has it)")
     args = ap.parse_args()
     args.build = os.path.abspath(args.build)
     if args.quick:
@@ -87,6 +103,9 @@ def parse_args():
         args.large_mib = min(args.large_mib, 64)
         args.fio_runtime = 1
         args.video_s = min(args.video_s, 2)
+        args.remote_files = min(args.remote_files, 150)
+        args.remote_large_mib = min(args.remote_large_mib, 16)
+        args.remote_budget = min(args.remote_budget, 3)
     return args
 
 

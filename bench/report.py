@@ -199,7 +199,76 @@ def targets(rows, s):
         v = med([r["find_s"] for r in rs if r.get("find_s") is not None])
         check("catalog mount: `find MNT | wc -l` ≤ 5 s" + note, v, lambda x: x <= 5,
               f"{v:.2f} s" if v is not None else "too slow")
+    for name, value, ok, shown in remote_targets(rows):
+        if ok is None:  # not measurable with this packfs
+            res.append((name, shown, "—"))
+        else:
+            check(name, value, ok, shown)
     return res
+
+
+def remote_figures(rows):
+    """Medians of the remote benchmark: (what, contender) -> files/s (small, disk-cache) or MB/s
+    (large)."""
+    g = collections.defaultdict(list)
+    for r in rows:
+        if r.get("bench") == "remote" and r.get("what") in ("small", "disk-cache", "large"):
+            g[(r["what"], r["contender"])].append(r["MBps"] if r["what"] == "large"
+                                                  else r["files_per_s"])
+    return g
+
+
+def remote_targets(rows):
+    """(target, value, ok, shown) for issue 8's performance targets."""
+    g = remote_figures(rows)
+    if not g:
+        return []
+    meta = next((r for r in rows if r.get("bench") == "remote-meta"), {})
+    delay = f"{meta.get('delay_ms', 20):g} ms"
+    res = []
+
+    def ratio(name, a, b, limit, unit):
+        pa, pb = med(g.get(a, [])), med(g.get(b, []))
+        v = pa / pb if pa and pb else None
+        res.append((name, v, lambda x: x >= limit,
+                    f"{v:.2f}× ({pa:.1f} vs {pb:.1f} {unit})" if v else ""))
+
+    ratio(f"remote, {delay} delay: small files, 8 threads, packfs ≥ 0.5× raw ranged GETs",
+          ("small", "packfs"), ("small", "raw ranged GETs"), 0.5, "files/s")
+    ratio(f"remote, {delay} delay: large member sequential, packfs ≥ 0.8× `curl -r`",
+          ("large", "packfs"), ("large", "curl -r"), 0.8, "MB/s")
+    if meta.get("disk_cache"):
+        ratio("remote: second pass with --disk-cache ≥ 0.8× a local mount",
+              ("disk-cache", "packfs --disk-cache, second pass"),
+              ("disk-cache", "packfs (local)"), 0.8, "files/s")
+    else:
+        res.append(("remote: second pass with --disk-cache ≥ 0.8× a local mount", None, None,
+                    "not available (no --disk-cache in this packfs)"))
+    limit = parse_size(meta.get("cache_size"))
+    mem = [r for r in rows if r.get("bench") == "remote" and r.get("what") == "memory"
+           and r.get("vm_hwm") and "(check)" not in r["contender"]]
+    hwm = max((r["vm_hwm"] for r in mem if "local" not in r["contender"]), default=None)
+    local = max((r["vm_hwm"] for r in mem if "local" in r["contender"]), default=None)
+    name = "remote: daemon memory within the configured caches (peak RSS − a local mount's)"
+    if limit and hwm and local:
+        # The caches are what the remote daemon holds beyond a local mount of the same set
+        # (same code, catalog and FUSE buffers), so the excess is judged against --cache-size.
+        res.append((name, hwm - local, lambda x: x <= limit,
+                    f"{(hwm - local) / 2**20:.1f} MiB ({hwm / 2**20:.1f} − {local / 2**20:.1f}) "
+                    f"vs --cache-size {meta['cache_size']}"))
+    else:
+        res.append((name, None, None, "not available (no --cache-size in this packfs)"
+                    if not limit else "not measured"))
+    return res
+
+
+def parse_size(text):
+    if not text:
+        return None
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    t = str(text).strip().upper().rstrip("IB") if str(text)[-1:].upper() == "B" else \
+        str(text).strip().upper()
+    return int(float(t[:-1]) * mult[t[-1]]) if t[-1:] in mult else int(t)
 
 
 def chart(path_png, title, ylabel, cols, data, logy=False, xlabel=None, lines=False):
@@ -235,6 +304,39 @@ def chart(path_png, title, ylabel, cols, data, logy=False, xlabel=None, lines=Fa
     return os.path.basename(path_png)
 
 
+def remote_section(rows, L):
+    g = remote_figures(rows)
+    if not g:
+        return
+    meta = next((r for r in rows if r.get("bench") == "remote-meta"), {})
+    L += ["## Remote pack set with latency (issue 8)", "",
+          f"nginx on loopback behind `tests/support/delay_proxy.py` holding every request "
+          f"{meta.get('delay_ms', 20):g} ms; {meta.get('files')} files of 64–256 KiB "
+          f"({(meta.get('bytes') or 0) / 2**20:.0f} MiB) and one member of "
+          f"{(meta.get('large_bytes') or 0) / 2**20:.0f} MiB. Cold: page cache dropped and "
+          "packfs remounted before every pass.", "",
+          "| what | contender | median | spread | ratio |", "|---|---|---|---|---|"]
+    base = {"small": "raw ranged GETs", "large": "curl -r", "disk-cache": "packfs (local)"}
+    unit = {"small": "files/s", "large": "MB/s", "disk-cache": "files/s"}
+    for (what, c), xs in g.items():
+        b = med(g.get((what, base[what]), []))
+        L.append(f"| {what} | {c} | {med(xs):.1f} {unit[what]} | {min(xs):.1f}–{max(xs):.1f} | "
+                 f"{fmt_ratio(med(xs), b) if c != base[what] else '1×'} {base[what]} |")
+    if not meta.get("disk_cache"):
+        L.append("| disk-cache | packfs --disk-cache | not available (no --disk-cache flag) "
+                 "| | |")
+    mem = collections.defaultdict(list)
+    for r in rows:
+        if r.get("bench") == "remote" and r.get("what") == "memory" and r.get("vm_hwm"):
+            mem[r["contender"]].append(r["vm_hwm"])
+    if mem:
+        cs = meta.get("cache_size")
+        L += ["", "Daemon peak RSS (VmHWM, MiB, max over passes)" +
+              (f", configured --cache-size {cs}" if cs else " (this packfs has no --cache-size)")
+              + ": " + ", ".join(f"{c} {max(v) / 2**20:.1f}" for c, v in mem.items()) + "."]
+    L.append("")
+
+
 def write(json_path):
     with open(json_path) as f:
         doc = json.load(f)
@@ -266,7 +368,7 @@ def write(json_path):
                         for r in checks) + ".", ""]
     tg = targets(rows, s)
     if tg:
-        L += ["## Targets (issues 2 and 3)", "", "| target | measured | verdict |", "|---|---|---|"]
+        L += ["## Targets (issues 2, 3 and 8)", "", "| target | measured | verdict |", "|---|---|---|"]
         L += [f"| {a} | {b} | {c} |" for a, b, c in tg] + [""]
     if s.runs:
         p = meta["params"]
@@ -393,6 +495,7 @@ def write(json_path):
                      f"({min(r['seconds'] for r in mt):.3f}–{max(r['seconds'] for r in mt):.3f}), "
                      f"daemon RSS {max(r['rss'] for r in mt) / 2**20:.1f} MiB (target ≤ 1 s)")
         L.append("")
+    remote_section(rows, L)
     md = base + ".md"
     with open(md, "w") as f:
         f.write("\n".join(L) + "\n")
