@@ -2,6 +2,8 @@
 // exponential backoff under an overall deadline.
 #include "core/http_client.h"
 
+#include "core/sha256.h"
+
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -20,6 +22,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxErrorBody = 4096;
+constexpr const char* kEmptySha256 =
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 std::string Lower(std::string_view s) {
   std::string out(s);
@@ -347,14 +351,14 @@ Status HttpClient::Perform(Request& req) const {
       curl_easy_setopt(h, CURLOPT_RANGE, range.c_str());
     }
     struct curl_slist* headers = nullptr;
-    std::string token_header, inm_header, ims_header;
+    std::string token_header, inm_header, ims_header, payload_header;
     if (req.kind == Request::Kind::kPut) {
-      // The body is sent from memory on every attempt; no "Expect: 100-continue" round trip.
+      // The body is sent from memory on every attempt. (No "Expect:" override: libcurl would
+      // sign the emptied header but not send it.)
       curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "PUT");
       curl_easy_setopt(h, CURLOPT_POSTFIELDS, req.body.data());
       curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
       headers = curl_slist_append(headers, "Content-Type: application/octet-stream");
-      headers = curl_slist_append(headers, "Expect:");
     }
     if (!req.if_none_match.empty()) {
       inm_header = "If-None-Match: " + req.if_none_match;
@@ -368,14 +372,12 @@ Status HttpClient::Perform(Request& req) const {
       curl_easy_setopt(h, CURLOPT_AWS_SIGV4, options_.aws_sigv4.c_str());
       curl_easy_setopt(h, CURLOPT_USERNAME, options_.aws_access_key.c_str());
       curl_easy_setopt(h, CURLOPT_PASSWORD, options_.aws_secret_key.c_str());
-      // S3 wants the payload hash as a header: that of the empty body, or UNSIGNED-PAYLOAD for a
-      // PUT (S3 accepts it; TLS carries the integrity on https endpoints).
-      headers = curl_slist_append(
-          headers,
-          req.kind == Request::Kind::kPut
-              ? "x-amz-content-sha256: UNSIGNED-PAYLOAD"
-              : "x-amz-content-sha256: "
-                "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+      // S3 wants the payload hash as a header (libcurl signs the same hash of the body it
+      // sends, so both must be the real one): of the PUT body, else of the empty body.
+      payload_header = "x-amz-content-sha256: " + (req.kind == Request::Kind::kPut
+                                                       ? Sha256Hex(req.body)
+                                                       : std::string(kEmptySha256));
+      headers = curl_slist_append(headers, payload_header.c_str());
       if (!options_.aws_session_token.empty()) {
         token_header = "x-amz-security-token: " + options_.aws_session_token;
         headers = curl_slist_append(headers, token_header.c_str());

@@ -97,8 +97,8 @@ class HttpClient {
                                           const std::string& last_modified) const;
 
   // PUT `body` as the object at `url` (Content-Type application/octet-stream); returns the new
-  // object's ETag (may be empty). Signed requests send the payload as UNSIGNED-PAYLOAD (libcurl
-  // cannot hash a body for SigV4 here); the caller checks what arrived with a HEAD if it cares.
+  // object's ETag (may be empty). Signed requests carry the body's SHA-256, so S3 refuses a body
+  // damaged on the way.
   // Retried like other requests (a PUT of the same bytes is idempotent).
   Result<std::string> Put(const std::string& url, std::string_view body) const;
 
