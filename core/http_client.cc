@@ -2,6 +2,8 @@
 // exponential backoff under an overall deadline.
 #include "core/http_client.h"
 
+#include "core/sha256.h"
+
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -22,6 +24,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxErrorBody = 4096;
+constexpr const char* kEmptySha256 =
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -112,13 +116,16 @@ struct HttpClient::Pool {
 
 // One logical request and, after Perform, the outcome of its last attempt.
 struct HttpClient::Request {
-  enum class Kind { kHead, kRange, kWhole };
+  enum class Kind { kHead, kRange, kWhole, kPut };
   Kind kind = Kind::kWhole;
   std::string url;
   uint64_t offset = 0;
   std::span<uint8_t> buf;       // kRange destination
   size_t max_bytes = 0;         // kWhole limit
   std::string_view expected_etag;
+  std::string_view body;           // kPut payload
+  std::string if_none_match;       // kWhole conditional validators
+  std::string if_modified_since;
 
   // Per attempt.
   CURL* handle = nullptr;
@@ -132,6 +139,7 @@ struct HttpClient::Request {
   std::string error_body;  // non-2xx body (truncated)
   bool ignored_range = false;
   bool overflow = false;
+  bool not_modified = false;  // a conditional kWhole answered 304
 
   void ResetAttempt() {
     status = 0;
@@ -147,10 +155,11 @@ struct HttpClient::Request {
     error_body.clear();
     ignored_range = false;
     overflow = false;
+    not_modified = false;
   }
 
   std::string What() const {
-    std::string m = kind == Kind::kHead ? "HEAD " : "GET ";
+    std::string m = kind == Kind::kHead ? "HEAD " : kind == Kind::kPut ? "PUT " : "GET ";
     m += url;
     if (kind == Kind::kRange) {
       m += " (bytes " + std::to_string(offset) + "-" + std::to_string(offset + buf.size() - 1) + ")";
@@ -338,21 +347,39 @@ Status HttpClient::Perform(Request& req) const {
       curl_easy_setopt(h, CURLOPT_RANGE, range.c_str());
     }
     struct curl_slist* headers = nullptr;
-    std::string token_header;
+    std::string token_header, inm_header, ims_header, payload_header;
+    if (req.kind == Request::Kind::kPut) {
+      // The body is sent from memory on every attempt. (No "Expect:" override: libcurl would
+      // sign the emptied header but not send it.)
+      curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "PUT");
+      curl_easy_setopt(h, CURLOPT_POSTFIELDS, req.body.data());
+      curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
+      headers = curl_slist_append(headers, "Content-Type: application/octet-stream");
+    }
+    if (!req.if_none_match.empty()) {
+      inm_header = "If-None-Match: " + req.if_none_match;
+      headers = curl_slist_append(headers, inm_header.c_str());
+    }
+    if (!req.if_modified_since.empty()) {
+      ims_header = "If-Modified-Since: " + req.if_modified_since;
+      headers = curl_slist_append(headers, ims_header.c_str());
+    }
     if (!options_.aws_sigv4.empty()) {
       curl_easy_setopt(h, CURLOPT_AWS_SIGV4, options_.aws_sigv4.c_str());
       curl_easy_setopt(h, CURLOPT_USERNAME, options_.aws_access_key.c_str());
       curl_easy_setopt(h, CURLOPT_PASSWORD, options_.aws_secret_key.c_str());
-      // S3 wants the payload hash as a header; bodies here are always empty.
-      headers = curl_slist_append(
-          headers,
-          "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+      // S3 wants the payload hash as a header (libcurl signs the same hash of the body it
+      // sends, so both must be the real one): of the PUT body, else of the empty body.
+      payload_header = "x-amz-content-sha256: " + (req.kind == Request::Kind::kPut
+                                                       ? Sha256Hex(req.body)
+                                                       : std::string(kEmptySha256));
+      headers = curl_slist_append(headers, payload_header.c_str());
       if (!options_.aws_session_token.empty()) {
         token_header = "x-amz-security-token: " + options_.aws_session_token;
         headers = curl_slist_append(headers, token_header.c_str());
       }
-      curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
     }
+    if (headers != nullptr) curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
     CURLcode rc = curl_easy_perform(h);
     curl_slist_free_all(headers);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
@@ -381,6 +408,9 @@ Status HttpClient::Perform(Request& req) const {
     if (rc != CURLE_OK) {
       result.status = Status::IOError(what + ": " + (errbuf[0] ? errbuf : curl_easy_strerror(rc)));
       result.retry = RetryableCurlCode(rc);
+    } else if (req.status == 304 && req.kind == Request::Kind::kWhole &&
+               (!req.if_none_match.empty() || !req.if_modified_since.empty())) {
+      req.not_modified = true;
     } else if (req.status < 200 || req.status >= 300) {
       if (req.kind == Request::Kind::kRange && req.status == 416) return Status::OK();  // past EOF
       result.status = HttpError(what, req.status, req.reason, req.error_body);
@@ -403,7 +433,7 @@ Status HttpClient::Perform(Request& req) const {
                                         " of " + std::to_string(expected) + " bytes)");
         result.retry = true;
       }
-    } else if (req.kind == Request::Kind::kWhole && req.has_content_length &&
+    } else if (req.kind == Request::Kind::kWhole && !req.not_modified && req.has_content_length &&
                req.received != req.content_length) {
       result.status = Status::IOError(what + ": short body (" + std::to_string(req.received) +
                                       " of " + std::to_string(req.content_length) + " bytes)");
@@ -471,6 +501,40 @@ Result<std::string> HttpClient::GetAll(const std::string& url, size_t max_bytes)
   req.max_bytes = max_bytes;
   PACKFS_RETURN_IF_ERROR(Perform(req));
   return std::move(req.whole);
+}
+
+Result<HttpConditionalGet> HttpClient::GetIfChanged(const std::string& url, size_t max_bytes,
+                                                    const std::string& etag,
+                                                    const std::string& last_modified) const {
+  Request req;
+  req.kind = Request::Kind::kWhole;
+  req.url = url;
+  req.max_bytes = max_bytes;
+  req.if_none_match = etag;
+  req.if_modified_since = last_modified;
+  PACKFS_RETURN_IF_ERROR(Perform(req));
+  HttpConditionalGet out;
+  out.not_modified = req.not_modified;
+  if (!req.not_modified) out.body = std::move(req.whole);
+  out.etag = req.etag.empty() && req.not_modified ? etag : req.etag;
+  out.last_modified =
+      req.last_modified.empty() && req.not_modified ? last_modified : req.last_modified;
+  return out;
+}
+
+Result<std::string> HttpClient::Put(const std::string& url, std::string_view body) const {
+  Request req;
+  req.kind = Request::Kind::kPut;
+  req.url = url;
+  req.body = body;
+  PACKFS_RETURN_IF_ERROR(Perform(req));
+  return req.etag;
+}
+
+int64_t ParseHttpDate(const std::string& date) {
+  if (date.empty()) return -1;
+  const time_t t = curl_getdate(date.c_str(), nullptr);
+  return t < 0 ? -1 : static_cast<int64_t>(t);
 }
 
 }  // namespace packfs

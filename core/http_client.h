@@ -45,6 +45,14 @@ struct HttpObjectInfo {
   bool accepts_ranges = false;  // "Accept-Ranges: bytes" was present
 };
 
+// What a conditional GET brought back.
+struct HttpConditionalGet {
+  bool not_modified = false;  // 304: the caller's copy is current; body is empty
+  std::string body;
+  std::string etag;           // of the object served (the request's validator on 304 if none)
+  std::string last_modified;
+};
+
 // Counters for tests and stats; a snapshot.
 struct HttpClientStats {
   uint64_t requests = 0;         // calls to Head/GetRange/GetAll
@@ -53,6 +61,9 @@ struct HttpClientStats {
   uint64_t handles_created = 0;  // never exceeds max_connections
   uint64_t peak_in_use = 0;      // most handles lent out at once
 };
+
+// Seconds since the epoch of an HTTP date ("Sun, 06 Nov 1994 08:49:37 GMT"); -1 if unparseable.
+int64_t ParseHttpDate(const std::string& date);
 
 class HttpClient {
  public:
@@ -77,6 +88,19 @@ class HttpClient {
   // GET the whole of `url` (listings, catalogs); fails with InvalidArgument when the body exceeds
   // max_bytes.
   Result<std::string> GetAll(const std::string& url, size_t max_bytes) const;
+
+  // GET `url` unless it still matches what the caller holds: If-None-Match `etag` and/or
+  // If-Modified-Since `last_modified` (either may be empty; both empty is a plain GET). A 304
+  // comes back as not_modified with no body; errors as GetAll's.
+  Result<HttpConditionalGet> GetIfChanged(const std::string& url, size_t max_bytes,
+                                          const std::string& etag,
+                                          const std::string& last_modified) const;
+
+  // PUT `body` as the object at `url` (Content-Type application/octet-stream); returns the new
+  // object's ETag (may be empty). Signed requests carry the body's SHA-256, so S3 refuses a body
+  // damaged on the way.
+  // Retried like other requests (a PUT of the same bytes is idempotent).
+  Result<std::string> Put(const std::string& url, std::string_view body) const;
 
   const HttpOptions& options() const { return options_; }
   HttpClientStats stats() const;

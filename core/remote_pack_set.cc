@@ -16,6 +16,7 @@
 
 #include "core/catalog.h"
 #include "core/key.h"
+#include "core/remote_catalog.h"
 #include "core/remote_store.h"
 #include "core/shard_format.h"
 #include "core/unique_fd.h"
@@ -50,36 +51,6 @@ std::string BaseNameOf(const Url& url) {
   return base.empty() ? url.host : base;
 }
 
-Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" +
-                          std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-  if (!fd.valid()) {
-    const int e = errno;
-    return Status::IOError("cannot write the catalog cache " + tmp + ": " + ErrnoText(e), e);
-  }
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int e = n < 0 ? errno : EIO;
-      ::unlink(tmp.c_str());
-      return Status::IOError("cannot write the catalog cache " + tmp + ": " + ErrnoText(e), e);
-    }
-    done += static_cast<size_t>(n);
-  }
-  fd.reset();
-  // Another mount of the same URL may rename its copy over ours meanwhile; either copy is the
-  // catalog just fetched, and an open SQLite handle keeps reading the file it opened.
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    return Status::IOError("cannot write the catalog cache " + path + ": " + ErrnoText(e), e);
-  }
-  return Status::OK();
-}
-
 // What a pack set at `location` needs from its shards: URLs, reference paths, and the size and
 // ETag every read must still find.
 struct RemoteShards {
@@ -93,18 +64,11 @@ struct RemoteShards {
 Result<std::unique_ptr<Catalog>> FetchCatalog(const RemoteStore& store,
                                               const std::string& location,
                                               const RemoteOptions& options) {
-  Result<std::string> bytes = store.Fetch(kCatalogFileName, options.max_catalog_bytes);
-  if (!bytes.ok()) return bytes.status();
   const std::string dir = options.cache_dir.empty() ? DefaultRemoteCacheDir() : options.cache_dir;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    return Status::IOError("cannot create the cache directory " + dir + ": " + ec.message() +
-                               " (choose another with --cache-dir)",
-                           ec.value());
-  }
-  const std::string path = dir + "/" + RemoteCatalogCacheName(location);
-  PACKFS_RETURN_IF_ERROR(WriteFileAtomically(path, *bytes));
+  // Conditional: an unchanged catalog costs a 304 and reuses the cached copy.
+  PACKFS_ASSIGN_OR_RETURN(CachedCatalog cached,
+                          FetchCatalogToCache(store, location, dir, options.max_catalog_bytes));
+  const std::string& path = cached.path;
   Result<std::unique_ptr<Catalog>> cat = Catalog::Open(path);
   if (!cat.ok()) {
     return cat.status().WithPrefix(location + "/" + kCatalogFileName + " (cached as " + path +

@@ -78,36 +78,62 @@ Result<VerifyReport> VerifyPackDir(const std::string& dir, int threads) {
         "mkpack verify checks zip pack sets: convert the tars with `mkpack convert-wds` (or "
         "mount them as they are)");
   }
-  VerifyReport report;
-  report.shards = names.size();
-
-  struct PerShard {
-    ZipIndex index;
-    FileStat stat;
-    std::vector<std::string> problems;
-    uint64_t bytes = 0;
-    bool indexed = false;
-  };
-  std::vector<PerShard> per(names.size());
-  std::string prefix;
+  VerifyInput in;
   {
     // Messages name shards the way references do: "<pack dir name>/<shard>".
     std::string d = dir;
     while (d.size() > 1 && d.back() == '/') d.pop_back();
     size_t slash = d.rfind('/');
-    prefix = slash == std::string::npos ? d : d.substr(slash + 1);
+    in.prefix = slash == std::string::npos ? d : d.substr(slash + 1);
   }
+  in.refresh_command = "mkpack catalog " + dir;
+  in.names = names;
+  in.open = [&](size_t i) -> Result<std::unique_ptr<ShardSource>> {
+    PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<FileShardSource> src,
+                            FileShardSource::Open(dir + "/" + names[i], in.prefix + "/" + names[i]));
+    return std::unique_ptr<ShardSource>(std::move(src));
+  };
+  std::unique_ptr<Catalog> catalog;
+  std::string cat_path = dir + "/" + kCatalogFileName;
+  if (StatFile(cat_path).ok()) {
+    in.catalog_present = true;
+    auto cat = Catalog::Open(cat_path);
+    if (!cat.ok()) {
+      in.catalog_error = cat.status().message();
+    } else {
+      catalog = std::move(cat).value();
+      in.catalog = catalog.get();
+    }
+  }
+  return VerifyShards(in, threads);
+}
+
+VerifyReport VerifyShards(const VerifyInput& in, int threads) {
+  const std::vector<std::string>& names = in.names;
+  const std::string& prefix = in.prefix;
+  const std::string& refresh = in.refresh_command;
+  VerifyReport report;
+  report.shards = names.size();
+
+  struct PerShard {
+    ZipIndex index;
+    uint64_t size = 0;
+    std::vector<std::string> problems;
+    uint64_t bytes = 0;
+    bool indexed = false;
+  };
+  std::vector<PerShard> per(names.size());
 
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t i = next++; i < names.size(); i = next++) {
       PerShard& ps = per[i];
-      auto src = FileShardSource::Open(dir + "/" + names[i], prefix + "/" + names[i]);
+      auto src = in.open(i);
       if (!src.ok()) {
         ps.problems.push_back(src.status().message());
         continue;
       }
-      ps.stat = (*src)->stat();
+      ps.size = (*src)->size();
       auto idx = ReadZipIndex(**src);
       if (!idx.ok()) {
         ps.problems.push_back(idx.status().message());
@@ -143,14 +169,12 @@ Result<VerifyReport> VerifyPackDir(const std::string& dir, int threads) {
   }
 
   // Catalog agreement.
-  std::string cat_path = dir + "/" + kCatalogFileName;
-  if (StatFile(cat_path).ok()) {
-    report.catalog_present = true;
-    auto cat = Catalog::Open(cat_path);
-    if (!cat.ok()) {
-      report.problems.push_back(cat.status().message());
+  report.catalog_present = in.catalog_present;
+  if (in.catalog_present) {
+    if (in.catalog == nullptr) {
+      report.problems.push_back(in.catalog_error);
     } else {
-      const Catalog& c = **cat;
+      const Catalog& c = *in.catalog;
       std::unordered_map<std::string, size_t> by_name;
       for (size_t i = 0; i < names.size(); ++i) by_name.emplace(names[i], i);
       std::vector<bool> catalog_has(names.size(), false);
@@ -158,22 +182,22 @@ Result<VerifyReport> VerifyPackDir(const std::string& dir, int threads) {
         auto it = by_name.find(si.name);
         if (it == by_name.end()) {
           report.problems.push_back("catalog lists " + prefix + "/" + si.name +
-                                    " but the shard is missing; run `mkpack catalog " + dir + "`");
+                                    " but the shard is missing; run `" + refresh + "`");
           continue;
         }
         catalog_has[it->second] = true;
         const PerShard& ps = per[it->second];
         if (!ps.indexed) continue;
-        if (si.size != ps.stat.size || si.fingerprint != ps.index.fingerprint) {
+        if (si.size != ps.size || si.fingerprint != ps.index.fingerprint) {
           report.problems.push_back("catalog is stale for " + prefix + "/" + si.name +
                                     " (the shard changed since the catalog was built); run "
-                                    "`mkpack catalog " + dir + "`");
+                                    "`" + refresh + "`");
         }
       }
       for (size_t i = 0; i < names.size(); ++i) {
         if (!catalog_has[i]) {
           report.problems.push_back("catalog does not list " + prefix + "/" + names[i] +
-                                    "; run `mkpack catalog " + dir + "`");
+                                    "; run `" + refresh + "`");
         }
       }
       // Every catalog file entry must match the member as indexed now.
@@ -196,7 +220,7 @@ Result<VerifyReport> VerifyPackDir(const std::string& dir, int threads) {
         }
         if (!ok && mismatches++ < 20) {
           report.problems.push_back("catalog entry for " + QuoteKey(key) +
-                                    " does not match the shards; run `mkpack catalog " + dir + "`");
+                                    " does not match the shards; run `" + refresh + "`");
         }
         return Status::OK();
       });
@@ -207,7 +231,7 @@ Result<VerifyReport> VerifyPackDir(const std::string& dir, int threads) {
       if (catalog_files != report.members && mismatches == 0) {
         report.problems.push_back("catalog lists " + std::to_string(catalog_files) +
                                   " files but the shards hold " + std::to_string(report.members) +
-                                  "; run `mkpack catalog " + dir + "`");
+                                  "; run `" + refresh + "`");
       }
     }
   }

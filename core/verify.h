@@ -5,9 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/catalog.h"
 #include "core/shard_source.h"
 #include "core/status.h"
 #include "core/zip_reader.h"
@@ -27,6 +30,22 @@ struct VerifyReport {
 // Returns an error only when the shard cannot be read at all.
 Status CheckMemberCrcs(const ShardSource& src, const std::vector<ZipMember>& members,
                        std::vector<std::string>* problems, uint64_t* bytes_checked);
+
+// A set of zip shards to verify wherever they live (a local directory, HTTP or S3 objects).
+struct VerifyInput {
+  std::string prefix;              // what messages call the pack directory ("media")
+  std::string refresh_command;     // what messages advise for a stale catalog ("mkpack catalog X")
+  std::vector<std::string> names;  // shard file names in index order
+  // Opens shard i; its name() is what messages call it. Called from the worker threads.
+  std::function<Result<std::unique_ptr<ShardSource>>(size_t)> open;
+  bool catalog_present = false;
+  const Catalog* catalog = nullptr;  // null while present: it could not be opened
+  std::string catalog_error;         // why it could not be opened
+};
+
+// Verifies the shards of `in` on `threads` threads (0: one per core) and compares the catalog
+// with them. Every failure, unreadable shards included, is a problem in the report.
+VerifyReport VerifyShards(const VerifyInput& in, int threads);
 
 // Verifies the pack directory. Fails (non-OK) only for usage or I/O errors that stop the whole
 // run (no such directory, no shards); everything else is a problem in the report.

@@ -7,7 +7,11 @@
 #include <memory>
 #include <string>
 
+#include <CLI/CLI.hpp>
+
 #include "core/pack_set.h"
+#include "core/remote_pack_set.h"
+#include "core/url.h"
 #include "core/status.h"
 
 namespace packfs::mkpack {
@@ -16,8 +20,29 @@ namespace packfs::mkpack {
 void PrintError(const char* cmd, const Status& st);
 void PrintWarning(const char* cmd, const std::string& msg);
 
-// Opens a pack set; prints its warnings to stderr.
+// The options of commands that accept remote pack sets (https://host/data/media,
+// s3://bucket/data/media): the same flags and defaults as packfs. Credentials come from the
+// environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_ENDPOINT_URL,
+// AWS_REGION), never from the command line.
+struct RemoteCliOptions {
+  std::string endpoint;
+  std::string region;
+  bool anonymous = false;
+  int max_connections = 0;  // 0: HttpOptions' default
+  std::string cache_dir;
+};
+// Adds --endpoint, --region, --anonymous, --max-connections and --cache-dir to `cmd`, bound to
+// *opts (which must outlive the parse and the callback).
+void AddRemoteOptions(CLI::App* cmd, RemoteCliOptions* opts);
+// Environment first, then the flags given.
+RemoteOptions MakeRemoteOptions(const RemoteCliOptions& cli);
+
+// Opens a pack set, local or (for an http(s):// or s3:// location) remote; prints its warnings
+// to stderr.
 Result<std::unique_ptr<PackSet>> OpenPackSetForCli(const char* cmd, const std::string& dir,
+                                                   const PackSetOptions& opts = {});
+Result<std::unique_ptr<PackSet>> OpenPackSetForCli(const char* cmd, const std::string& dir,
+                                                   const RemoteCliOptions& remote,
                                                    const PackSetOptions& opts = {});
 
 // "1.23 GB", "456 kB" (SI units).

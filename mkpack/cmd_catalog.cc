@@ -1,13 +1,91 @@
-// `mkpack catalog DIR`: builds, refreshes or checks the SQLite catalog of a pack set.
+// `mkpack catalog DIR|URL`: builds, refreshes or checks the SQLite catalog of a pack set; for a
+// remote set, builds it over ranged reads and uploads it (s3 with credentials) or writes it to a
+// local file to be published beside the shards.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 
 #include "core/json.h"
 #include "core/pack_set.h"
+#include "core/remote_maintenance.h"
+#include "core/url.h"
 #include "mkpack/cli_util.h"
 #include "mkpack/commands.h"
 
 namespace packfs::mkpack {
+
+namespace {
+
+// The remote half of `mkpack catalog`; returns the exit code.
+int RunRemoteCatalog(const std::string& location, const std::string& output,
+                     const RemoteCliOptions& cli, int threads, bool check, bool json) {
+  if (check) {
+    PrintError("catalog", Status::InvalidArgument(
+                              "--check reads a local pack directory; for " + location +
+                              " run `mkpack verify " + location + "`, which compares its " +
+                              "catalog with every shard"));
+    return kExitError;
+  }
+  const RemoteOptions options = MakeRemoteOptions(cli);
+  auto t0 = std::chrono::steady_clock::now();
+  auto built = BuildRemoteCatalog(location, options, threads);
+  if (!built.ok()) {
+    PrintError("catalog", built.status());
+    return kExitError;
+  }
+  const CatalogData& data = built->data;
+  // Upload only where it can work: s3 with a key. A signed PUT of the catalog needs write
+  // access, which read-only keys lack; the error then says where the local copy is.
+  const bool signed_s3 = location.rfind("s3://", 0) == 0 && !options.s3.anonymous &&
+                         !options.s3.access_key.empty();
+  const bool upload = output.empty() && signed_s3;
+  std::string path = output.empty() ? std::string(kCatalogFileName) : output;
+  if (upload) {
+    const std::string dir = options.cache_dir.empty() ? DefaultRemoteCacheDir() : options.cache_dir;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    path = dir + "/upload-" + RemoteCatalogCacheName(built->location);
+  }
+  Status st = WriteCatalog(path, data);
+  if (!st.ok()) {
+    PrintError("catalog", st);
+    return kExitError;
+  }
+  std::string uploaded;
+  if (upload) {
+    auto url = UploadRemoteCatalog(built->location, options, path);
+    if (!url.ok()) {
+      PrintError("catalog", url.status());
+      return kExitError;
+    }
+    uploaded = *url;
+    std::filesystem::remove(path);
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (const auto& p : data.problems) PrintWarning("catalog", p);
+  if (json) {
+    std::printf("{\"shards\": %zu, \"indexed\": %zu, \"reused\": 0, \"files\": %llu, "
+                "\"directories\": %llu, \"bytes\": %llu, \"problems\": %zu, \"seconds\": %.3f, "
+                "\"uploaded\": %s, \"output\": %s, \"url\": %s}\n",
+                data.shards.size(), data.shards.size(), (unsigned long long)data.totals.files,
+                (unsigned long long)data.totals.directories, (unsigned long long)data.totals.bytes,
+                data.problems.size(), secs, upload ? "true" : "false",
+                upload ? "null" : JsonString(path).c_str(), JsonString(built->catalog_url).c_str());
+  } else {
+    std::printf("catalog: %zu shards indexed over HTTP, %llu files, %s, %.2f s\n",
+                data.shards.size(), (unsigned long long)data.totals.files,
+                HumanBytes(data.totals.bytes).c_str(), secs);
+    if (upload) {
+      std::printf("uploaded %s\n", uploaded.c_str());
+    } else {
+      std::printf("wrote %s; publish it beside the shards as %s\n", path.c_str(),
+                  built->catalog_url.c_str());
+    }
+  }
+  return data.problems.empty() ? kExitOk : kExitProblems;
+}
+
+}  // namespace
 
 void RegisterCatalog(CLI::App& app, int* exit_code) {
   struct Opts {
@@ -15,19 +93,37 @@ void RegisterCatalog(CLI::App& app, int* exit_code) {
     int threads = 0;
     bool check = false;
     bool json = false;
+    std::string output;
+    RemoteCliOptions remote;
   };
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
       "catalog",
       "Build or refresh DIR/.packfs-catalog.sqlite for any STORED zip set (mkpack, Python zipfile, "
       "zip -0). Only new or changed shards are read.");
-  cmd->add_option("dir", opts->dir, "pack directory")->required();
+  cmd->add_option("dir", opts->dir, "pack directory, or its https:// or s3:// URL")->required();
   cmd->add_option("-j,--threads", opts->threads, "shards indexed in parallel (default: one per core)");
   cmd->add_flag("--check", opts->check,
                 "compare every shard's fingerprint with the catalog and write nothing "
                 "(exit 1 when the catalog is stale)");
   cmd->add_flag("--json", opts->json, "print the result as JSON on stdout");
+  cmd->add_option("-o,--output", opts->output,
+                  "remote sets: write the catalog to this file instead of uploading it (default "
+                  "for http(s) and anonymous s3: ./.packfs-catalog.sqlite)");
+  AddRemoteOptions(cmd, &opts->remote);
   cmd->callback([opts, exit_code] {
+    if (IsRemoteLocation(opts->dir)) {
+      *exit_code = RunRemoteCatalog(opts->dir, opts->output, opts->remote, opts->threads,
+                                    opts->check, opts->json);
+      return;
+    }
+    if (!opts->output.empty()) {
+      PrintError("catalog", Status::InvalidArgument(
+                                "-o is for remote sets; a local catalog is always written as " +
+                                opts->dir + "/" + kCatalogFileName));
+      *exit_code = kExitError;
+      return;
+    }
     if (opts->check) {
       auto diffs = CheckCatalog(opts->dir);
       if (!diffs.ok()) {

@@ -1,4 +1,4 @@
-// `mkpack ls DIR`: lists the members of a pack set (from the catalog when present).
+// `mkpack ls DIR|URL`: lists the members of a pack set (from the catalog when present).
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -15,17 +15,19 @@ void RegisterLs(CLI::App& app, int* exit_code) {
     bool long_format = false;
     bool refs = false;
     bool json = false;
+    RemoteCliOptions remote;
   };
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
       "ls", "List the members of a pack set in key order (from the catalog when present).");
-  cmd->add_option("dir", opts->dir, "pack directory")->required();
+  cmd->add_option("dir", opts->dir, "pack directory, or its https:// or s3:// URL")->required();
   cmd->add_flag("-l,--long", opts->long_format, "size, shard, data offset, CRC-32 and key per line");
   cmd->add_flag("--refs", opts->refs, "key<TAB>blob reference per line");
   cmd->add_flag("--json", opts->json,
                 "one JSON object per line: key, size, shard, offset, crc32, mtime, ref");
+  AddRemoteOptions(cmd, &opts->remote);
   cmd->callback([opts, exit_code] {
-    auto ps = OpenPackSetForCli("ls", opts->dir);
+    auto ps = OpenPackSetForCli("ls", opts->dir, opts->remote);
     if (!ps.ok()) {
       PrintError("ls", ps.status());
       *exit_code = kExitError;

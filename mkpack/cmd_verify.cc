@@ -1,8 +1,11 @@
-// `mkpack verify DIR`: checks a pack set end to end (see core/verify.h).
+// `mkpack verify DIR|URL`: checks a pack set end to end, local or remote (see core/verify.h,
+// core/remote_maintenance.h).
 #include <chrono>
 #include <cstdio>
 
 #include "core/json.h"
+#include "core/remote_maintenance.h"
+#include "core/url.h"
 #include "core/verify.h"
 #include "mkpack/cli_util.h"
 #include "mkpack/commands.h"
@@ -14,18 +17,24 @@ void RegisterVerify(CLI::App& app, int* exit_code) {
     std::string dir;
     int threads = 0;
     bool json = false;
+    RemoteCliOptions remote;
   };
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
       "verify",
       "Check a pack set: every member STORED with a safe key, keys unique across shards, every "
       "CRC-32 right, catalog consistent. Exit 0 OK, 1 problems found, 2 usage or I/O error.");
-  cmd->add_option("dir", opts->dir, "pack directory")->required();
-  cmd->add_option("-j,--threads", opts->threads, "shards checked in parallel (default: one per core)");
+  cmd->add_option("dir", opts->dir,
+                  "pack directory, or its https:// or s3:// URL (every byte is read with ranged "
+                  "GETs)")->required();
+  cmd->add_option("-j,--threads", opts->threads, "shards checked in parallel (default: one per core; 16 for a remote set)");
   cmd->add_flag("--json", opts->json, "print the result as JSON on stdout");
+  AddRemoteOptions(cmd, &opts->remote);
   cmd->callback([opts, exit_code] {
     auto t0 = std::chrono::steady_clock::now();
-    auto rep = VerifyPackDir(opts->dir, opts->threads);
+    auto rep = IsRemoteLocation(opts->dir)
+                   ? VerifyRemotePackSet(opts->dir, MakeRemoteOptions(opts->remote), opts->threads)
+                   : VerifyPackDir(opts->dir, opts->threads);
     if (!rep.ok()) {
       PrintError("verify", rep.status());
       *exit_code = kExitError;
