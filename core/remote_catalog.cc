@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "core/key.h"
+#include "core/parallel_for.h"
 #include "core/remote_pack_set.h"
 #include "core/unique_fd.h"
 
@@ -76,18 +77,6 @@ bool CopyMatches(const std::string& path, const CacheMeta& meta) {
   const std::string bytes = std::move(ss).str();
   return bytes.size() == meta.size && HashBytes(bytes) == meta.hash;
 }
-
-void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn) {
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i = next++; i < n; i = next++) fn(i);
-  };
-  const size_t k = std::clamp<size_t>(static_cast<size_t>(std::max(threads, 1)), 1,
-                                      std::max<size_t>(n, 1));
-  std::vector<std::jthread> pool;
-  for (size_t t = 1; t < k; ++t) pool.emplace_back(worker);
-  worker();
-}  // the jthreads join here
 
 int64_t MtimeNs(const std::string& last_modified) {
   const int64_t s = ParseHttpDate(last_modified);

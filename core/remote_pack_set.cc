@@ -16,6 +16,7 @@
 
 #include "core/catalog.h"
 #include "core/key.h"
+#include "core/parallel_for.h"
 #include "core/remote_catalog.h"
 #include "core/remote_store.h"
 #include "core/shard_format.h"
@@ -25,18 +26,6 @@ namespace packfs {
 namespace {
 
 // Runs fn(0) ... fn(n - 1) on up to `threads` threads; each index runs once.
-void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn) {
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i = next++; i < n; i = next++) fn(i);
-  };
-  const size_t k = std::clamp<size_t>(static_cast<size_t>(std::max(threads, 1)), 1,
-                                      std::max<size_t>(n, 1));
-  std::vector<std::jthread> pool;
-  for (size_t t = 1; t < k; ++t) pool.emplace_back(worker);
-  worker();
-}  // the jthreads join here
-
 // The last segment of the location: what a local copy of the pack directory would be called,
 // and so the prefix of its shards in blob references.
 std::string BaseNameOf(const Url& url) {

@@ -1,4 +1,4 @@
-// SHA-256 (FIPS 180-4) of a byte string, as lowercase hex: the payload hash AWS SigV4 wants in
+// SHA-256 of a byte string (OpenSSL), as lowercase hex: the payload hash AWS SigV4 wants in
 // x-amz-content-sha256 for requests with a body. Pure function; thread-safe.
 #pragma once
 
