@@ -27,6 +27,21 @@ int RunRemoteCatalog(const std::string& location, const std::string& output,
     return kExitError;
   }
   const RemoteOptions options = MakeRemoteOptions(cli);
+  // Upload only where it can work: s3 with a key. A signed PUT of the catalog needs write
+  // access, which read-only keys lack; the error then says where the local copy is.
+  const bool signed_s3 = location.rfind("s3://", 0) == 0 && !options.s3.anonymous &&
+                         !options.s3.access_key.empty();
+  const bool upload = output.empty() && signed_s3;
+  if (!upload && output.empty()) {
+    // No silent default file: a catalog dropped into the working directory could overwrite one.
+    const std::string why = location.rfind("s3://", 0) == 0
+                                ? "no S3 credentials to upload it with"
+                                : "an HTTP server cannot be uploaded to";
+    PrintError("catalog", Status::InvalidArgument(
+                              "the catalog of " + location + " needs -o FILE (" + why +
+                              "); then publish FILE as " + location + "/" + kCatalogFileName));
+    return kExitError;
+  }
   auto t0 = std::chrono::steady_clock::now();
   auto built = BuildRemoteCatalog(location, options, threads);
   if (!built.ok()) {
@@ -34,12 +49,7 @@ int RunRemoteCatalog(const std::string& location, const std::string& output,
     return kExitError;
   }
   const CatalogData& data = built->data;
-  // Upload only where it can work: s3 with a key. A signed PUT of the catalog needs write
-  // access, which read-only keys lack; the error then says where the local copy is.
-  const bool signed_s3 = location.rfind("s3://", 0) == 0 && !options.s3.anonymous &&
-                         !options.s3.access_key.empty();
-  const bool upload = output.empty() && signed_s3;
-  std::string path = output.empty() ? std::string(kCatalogFileName) : output;
+  std::string path = output;
   if (upload) {
     const std::string dir = options.cache_dir.empty() ? DefaultRemoteCacheDir() : options.cache_dir;
     std::error_code ec;
@@ -108,8 +118,8 @@ void RegisterCatalog(CLI::App& app, int* exit_code) {
                 "(exit 1 when the catalog is stale)");
   cmd->add_flag("--json", opts->json, "print the result as JSON on stdout");
   cmd->add_option("-o,--output", opts->output,
-                  "remote sets: write the catalog to this file instead of uploading it (default "
-                  "for http(s) and anonymous s3: ./.packfs-catalog.sqlite)");
+                  "remote sets: write the catalog to this file instead of uploading it (required "
+                  "for http(s) and for s3 without credentials)");
   AddRemoteOptions(cmd, &opts->remote);
   cmd->callback([opts, exit_code] {
     if (IsRemoteLocation(opts->dir)) {

@@ -238,6 +238,18 @@ TEST_F(MkpackRemoteTest, HttpCatalogIsWrittenToAFileThatThenServes) {
   fs::remove(*tmp_ / "www/nocat/media/.packfs-catalog.sqlite");
 }
 
+TEST_F(MkpackRemoteTest, HttpCatalogWithoutOutputIsRefusedBeforeWritingAnything) {
+  // No default file: the catalog would land in whatever directory mkpack runs in.
+  const std::string dir = *tmp_ / "cwd";
+  fs::create_directories(dir);
+  RunResult r = testing::Sh("cd '" + dir + "' && '" + testing::MkpackPath() + "' catalog '" +
+                            Url("nocat/media") + "' 2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("needs -o FILE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(Url("nocat/media/.packfs-catalog.sqlite")), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::is_empty(dir));
+}
+
 TEST_F(MkpackRemoteTest, CatalogCheckOfAUrlPointsToVerify) {
   RunResult r = Mkpack({"catalog", "--check", Url("media")});
   EXPECT_EQ(r.exit_code, 2);
