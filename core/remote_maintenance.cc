@@ -15,18 +15,6 @@
 namespace packfs {
 namespace {
 
-// The last path segment of a location: the name a local copy of the pack directory would have.
-std::string PrefixOf(const Url& url) {
-  std::string path = url.path;
-  while (!path.empty() && path.back() == '/') path.pop_back();
-  const size_t slash = path.rfind('/');
-  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  if (!url.is_s3()) {
-    Result<std::string> decoded = PercentDecode(base);
-    if (decoded.ok()) base = *decoded;
-  }
-  return base.empty() ? url.host : base;
-}
 
 std::string CacheDirOf(const RemoteOptions& options) {
   return options.cache_dir.empty() ? DefaultRemoteCacheDir() : options.cache_dir;
@@ -49,7 +37,7 @@ Result<VerifyReport> VerifyRemotePackSet(const std::string& location_in,
   PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<RemoteStore> store, StoreFor(location_in, options));
   const std::string location = store->location().ToString();
   VerifyInput in;
-  in.prefix = PrefixOf(store->location());
+  in.prefix = RemoteSetBaseName(store->location());
   in.refresh_command = "mkpack catalog " + location;
 
   std::unique_ptr<Catalog> catalog;

@@ -25,21 +25,6 @@
 namespace packfs {
 namespace {
 
-// Runs fn(0) ... fn(n - 1) on up to `threads` threads; each index runs once.
-// The last segment of the location: what a local copy of the pack directory would be called,
-// and so the prefix of its shards in blob references.
-std::string BaseNameOf(const Url& url) {
-  std::string path = url.path;
-  while (!path.empty() && path.back() == '/') path.pop_back();
-  const size_t slash = path.rfind('/');
-  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  if (!url.is_s3()) {
-    Result<std::string> decoded = PercentDecode(base);
-    if (decoded.ok()) base = *decoded;
-  }
-  return base.empty() ? url.host : base;
-}
-
 // What a pack set at `location` needs from its shards: URLs, reference paths, and the size and
 // ETag every read must still find.
 struct RemoteShards {
@@ -158,6 +143,18 @@ Result<std::unique_ptr<Catalog>> ListAndIndex(const RemoteStore& store, const st
 
 }  // namespace
 
+std::string RemoteSetBaseName(const Url& url) {
+  std::string path = url.path;
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  const size_t slash = path.rfind('/');
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (!url.is_s3()) {
+    Result<std::string> decoded = PercentDecode(base);
+    if (decoded.ok()) base = *decoded;
+  }
+  return base.empty() ? url.host : base;
+}
+
 std::string DefaultRemoteCacheDir() {
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/packfs";
@@ -169,7 +166,7 @@ std::string DefaultRemoteCacheDir() {
 std::string RemoteCatalogCacheName(const std::string& location) {
   std::string base = "catalog";
   Result<Url> url = ParseUrl(location);
-  if (url.ok()) base = BaseNameOf(*url);
+  if (url.ok()) base = RemoteSetBaseName(*url);
   // Keep the readable part a plain file name.
   for (char& c : base) {
     if (c == '/' || static_cast<unsigned char>(c) < 0x20) c = '_';
@@ -188,7 +185,7 @@ Result<std::unique_ptr<PackSet>> OpenRemotePackSet(const std::string& location_i
   PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<RemoteStore> store,
                           RemoteStore::Create(location, options.s3, options.http));
   location = store->location().ToString();
-  const std::string base = BaseNameOf(store->location());
+  const std::string base = RemoteSetBaseName(store->location());
   const int threads = options.open_threads > 0 ? options.open_threads : 16;
 
   RemoteShards shards;

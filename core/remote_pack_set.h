@@ -21,6 +21,7 @@
 #include "core/remote_reader.h"
 #include "core/s3.h"
 #include "core/status.h"
+#include "core/url.h"
 
 namespace packfs {
 
@@ -40,6 +41,10 @@ struct RemoteOptions {
   // A reader shared by every remote source of a mount, so their memory stays within one bound.
   std::shared_ptr<RemoteReader> reader;
 };
+
+// The last path segment of a remote set's location (percent-decoded for http): the name a local
+// copy of the pack directory would have, and so the prefix of its shards in blob references.
+std::string RemoteSetBaseName(const Url& url);
 
 // $XDG_CACHE_HOME/packfs, else $HOME/.cache/packfs, else /tmp/packfs-<uid>.
 std::string DefaultRemoteCacheDir();
