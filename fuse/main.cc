@@ -10,6 +10,7 @@
 // waits for that one message, prints any error and exits with the child's verdict. Forking comes
 // before anything opens SQLite or starts threads, so the child never inherits either.
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -448,6 +449,12 @@ int Daemonize(const Plan& plan) {
 
 int main(int argc, char** argv) {
   using namespace packfs;
+  // A fixed mmap threshold: remote reads allocate 256 KiB-8 MiB buffers (cache blocks, request
+  // parts) from many threads. With glibc's default dynamic threshold, the first free of such a
+  // buffer raises the threshold (up to 32 MiB), after which they come from per-thread arenas
+  // that keep freed memory, and peak RSS grows far past --cache-size. Mapped buffers go back to
+  // the kernel when freed.
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
   Cli cli;
   CLI::App app{"packfs: mount pack sets (directories of STORED zip shards, or tar shards: .tar "
                "files or directories of them) read-only, local or at an http(s):// or s3:// URL.\n"
