@@ -73,9 +73,9 @@ class PrefetchedSource final : public ShardSource {
 // ReadMemberAt, so a remote shard fetches (and caches) the member whole — the extent the reads
 // that follow need — instead of a separate block around the header (an extra request cold, an
 // extra disk cache file warm).
-class MemberSource final : public ShardSource {
+class MemberReadSource final : public ShardSource {
  public:
-  MemberSource(const ShardSource& shard, uint64_t begin, uint64_t end)
+  MemberReadSource(const ShardSource& shard, uint64_t begin, uint64_t end)
       : shard_(shard), begin_(begin), end_(end) {}
   const std::string& name() const override { return shard_.name(); }
   uint64_t size() const override { return shard_.size(); }
@@ -327,7 +327,7 @@ Status PackSet::CheckMember(const Node& file) const {
 
 Status PackSet::CheckMemberAgainst(const Node& file, const ShardSource& shard) const {
   PACKFS_ASSIGN_OR_RETURN(std::string key, catalog_->KeyOf(file));
-  const MemberSource src(shard, file.local_header_offset, file.data_offset + file.size);
+  const MemberReadSource src(shard, file.local_header_offset, file.data_offset + file.size);
   auto mismatch = [&](const std::string& detail) {
     return Status::Stale(ShardRefPath(file.shard) + ": member " + QuoteKey(key) +
                          ": local header does not match the catalog (shard changed?): " + detail +

@@ -107,6 +107,25 @@ TEST_F(RemoteCacheMountTest, SecondMountReadsEverythingFromTheDiskCache) {
   EXPECT_EQ(ShardRequests(*server_), after_mount) << server_->AccessLog();
 }
 
+TEST_F(RemoteCacheMountTest, AMemberUnderTheWholeLimitIsOneRequestAndOneCacheFile) {
+  // Large reads take the zero-copy preparation, which checks the member's local header first:
+  // that check must fetch the member whole (what the reads need next), not a block around the
+  // header — that would be a second GET cold and a second cache file to read warm.
+  Mount m({server_->url() + "/media"}, tmp_ / "mnt", Args());
+  ASSERT_TRUE(m.ok()) << m.result().err;
+  const size_t after_mount = ShardRequests(*server_);
+  const std::string got = testing::ReadFile(tmp_ / "mnt/big/medium.bin");
+  EXPECT_TRUE(got == testing::ReadFile(tmp_ / "src/big/medium.bin"));
+  EXPECT_EQ(ShardRequests(*server_), after_mount + 1) << server_->AccessLog();
+  std::vector<uint64_t> sizes;
+  for (const auto& e : fs::recursive_directory_iterator(tmp_ / "disk")) {
+    if (e.is_regular_file()) sizes.push_back(e.file_size());
+  }
+  ASSERT_EQ(sizes.size(), 1u);
+  EXPECT_GT(sizes[0], 1500000u);       // the member: its data,
+  EXPECT_LT(sizes[0], 1500000u + 1024);  // its local header and the cache file's header
+}
+
 TEST_F(RemoteCacheMountTest, BadSizesFailTheMountNamingTheFlag) {
   Mount m({server_->url() + "/media"}, tmp_ / "mnt", {"--cache-size", "lots"});
   EXPECT_FALSE(m.ok());
