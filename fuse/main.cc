@@ -449,12 +449,13 @@ int Daemonize(const Plan& plan) {
 
 int main(int argc, char** argv) {
   using namespace packfs;
-  // A fixed mmap threshold: remote reads allocate 256 KiB-8 MiB buffers (cache blocks, request
-  // parts) from many threads. With glibc's default dynamic threshold, the first free of such a
-  // buffer raises the threshold (up to 32 MiB), after which they come from per-thread arenas
-  // that keep freed memory, and peak RSS grows far past --cache-size. Mapped buffers go back to
-  // the kernel when freed.
-  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+  // Two malloc arenas: remote reads allocate 256 KiB-8 MiB buffers (cache blocks, request parts)
+  // from many threads, and glibc's dynamic mmap threshold soon serves them from per-thread arenas,
+  // each keeping the memory freed into it: peak RSS grew ~15 MiB further past --cache-size with
+  // the default 8 arenas per core (bench_remote). A fixed low mmap threshold would bound it
+  // better but halves throughput (a page-faulted mapping and an munmap with its TLB shootdown
+  // per block).
+  mallopt(M_ARENA_MAX, 2);
   Cli cli;
   CLI::App app{"packfs: mount pack sets (directories of STORED zip shards, or tar shards: .tar "
                "files or directories of them) read-only, local or at an http(s):// or s3:// URL.\n"
