@@ -69,6 +69,29 @@ class PrefetchedSource final : public ShardSource {
   std::span<const uint8_t> bytes_;
 };
 
+// A shard seen while checking one member's header: reads inside the member go through
+// ReadMemberAt, so a remote shard fetches (and caches) the member whole — the extent the reads
+// that follow need — instead of a separate block around the header (an extra request cold, an
+// extra disk cache file warm).
+class MemberReadSource final : public ShardSource {
+ public:
+  MemberReadSource(const ShardSource& shard, uint64_t begin, uint64_t end)
+      : shard_(shard), begin_(begin), end_(end) {}
+  const std::string& name() const override { return shard_.name(); }
+  uint64_t size() const override { return shard_.size(); }
+  Result<size_t> ReadAt(uint64_t offset, std::span<uint8_t> buf) const override {
+    if (offset >= begin_ && offset < end_ && buf.size() <= end_ - offset) {
+      return shard_.ReadMemberAt(begin_, end_, offset, buf);
+    }
+    return shard_.ReadAt(offset, buf);
+  }
+
+ private:
+  const ShardSource& shard_;
+  uint64_t begin_;
+  uint64_t end_;
+};
+
 std::string StripSlashes(std::string dir) {
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   return dir;
@@ -302,8 +325,9 @@ Status PackSet::CheckMember(const Node& file) const {
   return CheckMemberAgainst(file, *src);
 }
 
-Status PackSet::CheckMemberAgainst(const Node& file, const ShardSource& src) const {
+Status PackSet::CheckMemberAgainst(const Node& file, const ShardSource& shard) const {
   PACKFS_ASSIGN_OR_RETURN(std::string key, catalog_->KeyOf(file));
+  const MemberReadSource src(shard, file.local_header_offset, file.data_offset + file.size);
   auto mismatch = [&](const std::string& detail) {
     return Status::Stale(ShardRefPath(file.shard) + ": member " + QuoteKey(key) +
                          ": local header does not match the catalog (shard changed?): " + detail +

@@ -8,8 +8,9 @@
 // member read one piece per request crawls at ~6 MiB/s; one request for a small member (most
 // dataset files are a few KiB to a few MiB) costs the same round trip as one for 128 KiB. Large
 // members: 256 KiB blocks keep a random read's overfetch small; the window grows 1 MiB, 2, 4 ...
-// up to 64 MiB (or 1/8 of the memory cache) in parts of up to 8 MiB, so up to eight requests
-// are in flight ahead of a sequential reader — mountpoint-s3's prefetcher does the same.
+// up to 64 MiB (or 1/8 of the memory cache), claimed in whole parts of an eighth of it (1 to
+// 8 MiB), so about eight requests are in flight ahead of a sequential reader — mountpoint-s3's
+// prefetcher does the same.
 //
 // Thread-safety: Read is safe for concurrent use. The reader owns its prefetch threads (started
 // by Create, joined by the destructor, which fails what is still queued); jobs hold their

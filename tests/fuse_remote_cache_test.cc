@@ -5,6 +5,7 @@
 // for shard data — any byte fetched from the network would be garbage. Also: --cache-size and
 // --disk-cache-size are parsed (a bad size fails the mount with a message naming the flag).
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/unique_fd.h"
 #include "tests/support/http_servers.h"
 #include "tests/support/mount_util.h"
 #include "tests/support/test_util.h"
@@ -105,6 +107,33 @@ TEST_F(RemoteCacheMountTest, SecondMountReadsEverythingFromTheDiskCache) {
   const size_t after_mount = ShardRequests(*server_);  // the HEADs of the mount
   ExpectTreeIsSource();
   EXPECT_EQ(ShardRequests(*server_), after_mount) << server_->AccessLog();
+}
+
+TEST_F(RemoteCacheMountTest, AMemberUnderTheWholeLimitIsOneRequestAndOneCacheFile) {
+  // Large reads take the zero-copy preparation, which checks the member's local header first:
+  // that check must fetch the member whole (what the reads need next), not a block around the
+  // header — that would be a second GET cold and a second cache file to read warm.
+  Mount m({server_->url() + "/media"}, tmp_ / "mnt", Args());
+  ASSERT_TRUE(m.ok()) << m.result().err;
+  const size_t after_mount = ShardRequests(*server_);
+  // One large read(2), as a loader reads a file: the kernel's first request is then 128 KiB.
+  std::string got(2 << 20, '\0');
+  {
+    UniqueFd fd(::open((tmp_ / "mnt/big/medium.bin").c_str(), O_RDONLY));
+    ASSERT_TRUE(fd.valid());
+    size_t n = 0;
+    for (ssize_t r; (r = ::read(fd.get(), got.data() + n, got.size() - n)) > 0;) n += r;
+    got.resize(n);
+  }
+  EXPECT_TRUE(got == testing::ReadFile(tmp_ / "src/big/medium.bin"));
+  EXPECT_EQ(ShardRequests(*server_), after_mount + 1) << server_->AccessLog();
+  std::vector<uint64_t> sizes;
+  for (const auto& e : fs::recursive_directory_iterator(tmp_ / "disk")) {
+    if (e.is_regular_file()) sizes.push_back(e.file_size());
+  }
+  ASSERT_EQ(sizes.size(), 1u);
+  EXPECT_GT(sizes[0], 1500000u);       // the member: its data,
+  EXPECT_LT(sizes[0], 1500000u + 8192);  // its local header (padded: mkpack aligns data), the file header
 }
 
 TEST_F(RemoteCacheMountTest, BadSizesFailTheMountNamingTheFlag) {

@@ -122,6 +122,21 @@ TEST_F(RemoteCacheTest, SequentialLargeMemberReadsAheadInGrowingRequests) {
   EXPECT_EQ(ServerRequests(), before + s.requests);
 }
 
+TEST_F(RemoteCacheTest, CappedWindowStillReadsAheadInLargeRequests) {
+  // A 16 MiB memory bound caps the window at 2 MiB, reached after a few reads; from then on
+  // each 128 KiB read uncovers half a block. Topping the window up block by block would make
+  // most requests one block long (about 30 for 8 MiB); refills of half a window (two parts) are not.
+  RemoteReaderOptions o;
+  o.memory_bytes = 16 << 20;
+  auto reader = NewReader(o);
+  auto src = Source(reader);
+  ReadMember(*src, 0, kObjectSize);
+  const RemoteReaderStats s = reader->stats();
+  EXPECT_LE(s.requests, 20u) << s.requests;
+  EXPECT_GE(s.prefetched_bytes, kObjectSize / 2);
+  EXPECT_LE(s.bytes_fetched, uint64_t{kObjectSize});
+}
+
 TEST_F(RemoteCacheTest, RandomReadFetchesOneBlock) {
   auto reader = NewReader();
   auto src = Source(reader);
