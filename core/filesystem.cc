@@ -272,6 +272,7 @@ std::string Filesystem::StatsJson() const {
                       ", \"sources\": " + std::to_string(sources_.size()) +
                       ", \"files\": " + std::to_string(totals_.files) +
                       ", \"shards\": " + std::to_string(totals_.shards);
+  if (options_.extra_stats) extra += ", " + options_.extra_stats();
   return stats_.ToJson(extra);
 }
 

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -34,6 +35,9 @@ struct FilesystemOptions {
   uint32_t uid = 0;    // owner reported for every node
   uint32_t gid = 0;
   uint32_t umask = 0;  // removed from every mode (files 0444 / zip mode & 0555, directories 0555)
+  // More members for the stats JSON (e.g. a remote reader's "\"remote_cache\": {...}"), called
+  // on every read of the stats attribute; must be thread-safe. Empty: none.
+  std::function<std::string()> extra_stats;
 };
 
 // Attributes of one node, the core's `struct stat`.

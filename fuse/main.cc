@@ -366,6 +366,8 @@ int RunMount(const Plan& plan, int ready_fd) {
     Result<std::shared_ptr<RemoteReader>> reader = RemoteReader::Create(plan.remote.read);
     if (!reader.ok()) return fail(reader.status());
     opened.remote.reader = *reader;
+    // Its counters go into the user.packfs.stats attribute beside the request counters.
+    opened.fs.extra_stats = [r = *reader] { return r->StatsJson(); };
   }
   Result<std::unique_ptr<Filesystem>> fs = OpenFilesystem(opened, log);
   if (!fs.ok()) return fail(fs.status());
@@ -399,7 +401,6 @@ int RunMount(const Plan& plan, int ready_fd) {
   if (!st.ok()) return fail(st);
   if (plan.debug) {
     log.Info("unmounted " + plan.mountpoint + "; stats:\n" + (*fs)->StatsJson());
-    if (opened.remote.reader) log.Info("{" + opened.remote.reader->StatsJson() + "}");
   }
   return 0;
 }

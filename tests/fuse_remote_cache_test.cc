@@ -107,6 +107,11 @@ TEST_F(RemoteCacheMountTest, SecondMountReadsEverythingFromTheDiskCache) {
   const size_t after_mount = ShardRequests(*server_);  // the HEADs of the mount
   ExpectTreeIsSource();
   EXPECT_EQ(ShardRequests(*server_), after_mount) << server_->AccessLog();
+  // The reader's counters in the stats attribute say the same: no GET, every extent from disk.
+  auto stats = testing::Sh("getfattr --only-values -n user.packfs.stats '" + (tmp_ / "mnt") +
+                           "' | python3 -c 'import json,sys; c=json.load(sys.stdin)"
+                           "[\"remote_cache\"]; print(c[\"requests\"], c[\"disk_hits\"] > 0)'");
+  EXPECT_EQ(stats.out, "0 True\n") << stats.err;
 }
 
 TEST_F(RemoteCacheMountTest, AMemberUnderTheWholeLimitIsOneRequestAndOneCacheFile) {
