@@ -90,8 +90,9 @@ void CheckEpisodes(const TempDir& tmp, const Joined& j, const std::string& sourc
     std::string out = tmp / ("slice" + std::to_string(i) + ".mp4");
     WriteSlice(*slice, source, out);
     EXPECT_EQ(testing::FrameHashes(out), testing::FrameHashes(j.episodes[i]));
-    EXPECT_EQ(testing::CountFrames(out), j.lengths[i]);
-    EXPECT_NEAR(testing::ProbeDuration(out), j.lengths[i] / 30.0, 1.5 / 30);
+    const testing::FramesAndDuration fd = testing::ProbeFramesAndDuration(out);
+    EXPECT_EQ(fd.frames, j.lengths[i]);
+    EXPECT_NEAR(fd.duration, j.lengths[i] / 30.0, 1.5 / 30);
     before += j.lengths[i];
   }
 }

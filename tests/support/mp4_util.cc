@@ -57,6 +57,21 @@ int64_t CountFrames(const std::string& path) {
   return std::strtoll(r.out.c_str(), nullptr, 10);
 }
 
+FramesAndDuration ProbeFramesAndDuration(const std::string& path) {
+  RunResult r = Run({"ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0",
+                     "-show_entries", "stream=nb_read_frames:format=duration", "-of",
+                     "default=noprint_wrappers=1", path});
+  FramesAndDuration fd;
+  if (r.exit_code != 0) return fd;
+  std::istringstream in(r.out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("nb_read_frames=", 0) == 0) fd.frames = std::strtoll(line.c_str() + 15, nullptr, 10);
+    if (line.rfind("duration=", 0) == 0) fd.duration = std::strtod(line.c_str() + 9, nullptr);
+  }
+  return fd;
+}
+
 double ProbeDuration(const std::string& path) {
   RunResult r = Run({"ffprobe", "-v", "error", "-show_entries", "format=duration", "-of",
                      "csv=p=0", path});

@@ -25,6 +25,13 @@ std::vector<std::string> FrameHashes(const std::string& path);
 // ffprobe -count_frames of the first video stream (-1 on error), and the format duration.
 int64_t CountFrames(const std::string& path);
 double ProbeDuration(const std::string& path);
+// Both from one ffprobe run ({-1, -1} on error): tests that check many files pay one process
+// start per file instead of two.
+struct FramesAndDuration {
+  int64_t frames = -1;
+  double duration = -1;
+};
+FramesAndDuration ProbeFramesAndDuration(const std::string& path);
 // Rewrites every stco box of a moov-at-end MP4 as co64 (sizes of parents fixed up); mdat offsets
 // are unchanged because moov follows mdat. Returns the new file bytes (empty on failure).
 std::vector<uint8_t> RewriteStcoAsCo64(const std::vector<uint8_t>& file);
