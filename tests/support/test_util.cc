@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,13 +27,30 @@ std::string BinaryDir() { return PACKFS_BINARY_DIR; }
 std::string MkpackPath() { return BinaryDir() + "/mkpack"; }
 std::string PackfsPath() { return BinaryDir() + "/packfs"; }
 
-TempDir::TempDir() {
-  const char* base = std::getenv("TMPDIR");
-  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/packfs-test-XXXXXX";
+TempDir::TempDir() : TempDir(std::string()) {}
+
+TempDir::TempDir(const std::string& base_dir) {
+  const char* env = std::getenv("TMPDIR");
+  const std::string base = !base_dir.empty() ? base_dir : (env && *env ? env : "/tmp");
+  std::string tmpl = base + "/packfs-test-XXXXXX";
   std::vector<char> buf(tmpl.begin(), tmpl.end());
   buf.push_back('\0');
   if (!mkdtemp(buf.data())) throw std::runtime_error("mkdtemp failed");
   path_ = buf.data();
+}
+
+std::string RamTempBase(uint64_t bytes) {
+  struct statfs fs;
+  if (::statfs("/dev/shm", &fs) != 0 || fs.f_type != TMPFS_MAGIC) return "";
+  if (static_cast<uint64_t>(fs.f_bavail) * static_cast<uint64_t>(fs.f_bsize) < bytes) return "";
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  while (meminfo >> key >> kib) {
+    if (key == "MemAvailable:") return kib * 1024 >= 2 * bytes ? "/dev/shm" : "";
+    meminfo.ignore(64, '\n');
+  }
+  return "";
 }
 
 TempDir::~TempDir() {

@@ -20,6 +20,8 @@ std::string PackfsPath();
 class TempDir {
  public:
   TempDir();
+  // Under `base` instead of $TMPDIR or /tmp (empty: the default).
+  explicit TempDir(const std::string& base);
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
@@ -29,6 +31,11 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// "/dev/shm" when it is a tmpfs with `bytes` free and the machine has twice that in available
+// memory, else "" (the default temporary directory). For tests that write gigabytes only to read
+// them back: in memory they do not wait on the disk, nor make the other tests wait.
+std::string RamTempBase(uint64_t bytes);
 
 struct RunResult {
   int exit_code = -1;  // -1 when killed by a signal
