@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "git_rev.h"
+#include "core/byte_size.h"
 #include "core/filesystem.h"
 #include "core/lerobot_view.h"
 #include "core/loose_dir.h"

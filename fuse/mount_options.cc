@@ -40,29 +40,6 @@ std::string EscapeOptionValue(const std::string& v) {
 
 }  // namespace
 
-Result<uint64_t> ParseByteSize(std::string_view text) {
-  const std::string s(text);
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &used);
-  } catch (...) {
-    used = 0;
-  }
-  std::string unit = used == 0 ? "?" : s.substr(used);
-  if (unit.size() == 3 && unit.substr(1) == "iB") unit.resize(1);
-  double scale = 0;
-  if (unit.empty() || unit == "B") scale = 1;
-  if (unit == "K" || unit == "k") scale = 1024.0;
-  if (unit == "M") scale = 1024.0 * 1024;
-  if (unit == "G") scale = 1024.0 * 1024 * 1024;
-  if (unit == "T") scale = 1024.0 * 1024 * 1024 * 1024;
-  if (scale == 0 || !(v >= 1) || v * scale >= 1.8e19) {
-    return Status::InvalidArgument("not a byte size: '" + s + "' (e.g. 536870912, 512M, 10G)");
-  }
-  return static_cast<uint64_t>(v * scale);
-}
-
 Status ParseMountOptions(std::string_view list, MountOptions* out) {
   size_t pos = 0;
   while (pos <= list.size()) {

@@ -29,10 +29,6 @@ struct MountOptions {
   std::vector<std::string> fuse_options;    // passed on, in order
 };
 
-// A byte count as --cache-size and --disk-cache-size take it: "536870912", "512M", "512MiB",
-// "10G", "1.5G" (binary units K, M, G, T). Fails on anything else or on 0.
-Result<uint64_t> ParseByteSize(std::string_view text);
-
 // Adds the options of one `-o` argument to `out`. Fails on malformed values (uid=abc, umask=9).
 Status ParseMountOptions(std::string_view list, MountOptions* out);
 

@@ -195,7 +195,7 @@ int RunConvertLeRobot(const LeRobotArgs& a) {
   };
   const auto t0 = Clock::now();
   PackOptions opts;
-  auto mpb = ParseBytes(a.max_pack_bytes);
+  auto mpb = ParseByteSize(a.max_pack_bytes);
   if (!mpb.ok()) return fail(mpb.status().WithPrefix("--max-pack-bytes"));
   opts.max_pack_bytes = *mpb;
   opts.group_by = GroupBy::kInput;

@@ -119,7 +119,7 @@ int RunConvertWds(const WdsArgs& a) {
   const std::string dst = a.paths.back();
 
   PackOptions opts;
-  auto mpb = ParseBytes(a.max_pack_bytes);
+  auto mpb = ParseByteSize(a.max_pack_bytes);
   if (!mpb.ok()) return fail(mpb.status().WithPrefix("--max-pack-bytes"));
   opts.max_pack_bytes = *mpb;
   opts.max_members = a.max_members;

@@ -97,7 +97,7 @@ int RunPack(const PackArgs& a) {
   if (a.resume && a.append) return fail(Status::InvalidArgument("--resume and --append exclude each other"));
 
   PackOptions opts;
-  auto mpb = ParseBytes(a.max_pack_bytes);
+  auto mpb = ParseByteSize(a.max_pack_bytes);
   if (!mpb.ok()) return fail(mpb.status().WithPrefix("--max-pack-bytes"));
   opts.max_pack_bytes = *mpb;
   opts.max_members = a.max_members;

@@ -2,30 +2,8 @@
 #include "mkpack/pack_cli.h"
 
 #include <cstdio>
-#include <map>
 
 namespace packfs::mkpack {
-
-// "4294967296", "4G", "512MiB", "1.5G" (binary units).
-Result<uint64_t> ParseBytes(const std::string& s) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &used);
-  } catch (...) {
-    return Status::InvalidArgument("not a byte count: '" + s + "'");
-  }
-  std::string unit = s.substr(used);
-  static const std::map<std::string, double> kUnits = {
-      {"", 1}, {"B", 1}, {"K", 1024.0}, {"KiB", 1024.0}, {"M", 1048576.0}, {"MiB", 1048576.0},
-      {"G", 1073741824.0}, {"GiB", 1073741824.0}, {"T", 1099511627776.0},
-      {"TiB", 1099511627776.0}};
-  auto it = kUnits.find(unit);
-  if (it == kUnits.end() || v <= 0) {
-    return Status::InvalidArgument("not a byte count: '" + s + "' (e.g. 4294967296, 4G, 512MiB)");
-  }
-  return static_cast<uint64_t>(v * it->second);
-}
 
 std::string Human(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/byte_size.h"
 #include "core/pack_writer.h"
 #include "core/status.h"
 
@@ -17,9 +18,6 @@ namespace packfs::mkpack {
 // so more threads than cores is right.
 constexpr int kAutoJobs = 8;
 inline int JobsOrAuto(int jobs) { return jobs > 0 ? jobs : kAutoJobs; }
-
-// "4294967296", "4G", "512MiB", "1.5G" (binary units).
-Result<uint64_t> ParseBytes(const std::string& s);
 
 // "1.5 GiB" (binary units).
 std::string Human(double bytes);
