@@ -102,16 +102,20 @@ Result<RemoteReader::Bytes> RemoteReader::GetMember(
       return Bytes(shared);
     }
   }
-  auto buf = std::make_shared<std::vector<uint8_t>>(length);
+  Result<std::shared_ptr<BlockCache::Buffer>> buf = memory_.Allocate(length, {found.slot});
+  if (!buf.ok()) {
+    memory_.Fail(found.slot, buf.status());
+    return buf.status();
+  }
   ++requests_;
-  Status st = object->Fetch(begin, std::span<uint8_t>(*buf));
+  Status st = object->Fetch(begin, std::span<uint8_t>((*buf)->data(), length));
   if (!st.ok()) {
     memory_.Fail(found.slot, st);
     return st;
   }
   bytes_fetched_ += length;
-  if (disk_ && object->persistent()) disk_->Put(key, begin, *buf);
-  Bytes shared = std::move(buf);
+  Bytes shared = BlockCache::Slice(*buf, 0, length);
+  if (disk_ && object->persistent()) disk_->Put(key, begin, *shared);
   memory_.Fulfill(found.slot, shared);
   return shared;
 }
@@ -140,12 +144,19 @@ Status RemoteReader::FetchBlocks(const RangeFetcher& object, const std::vector<C
     while (j < missing.size() && missing[j].block == missing[j - 1].block + 1) ++j;
     const uint64_t start = missing[i].block * bs;
     const uint64_t end = std::min(size, missing[j - 1].block * bs + bs);
-    std::vector<uint8_t> buf(end - start);
-    ++requests_;
-    Status st = object.Fetch(start, std::span<uint8_t>(buf));
+    // One buffer for the run; its blocks are slices of it (no copy), and it counts against
+    // the memory bound from now until its last block leaves the cache.
+    std::vector<std::shared_ptr<BlockCache::Slot>> slots;
+    for (size_t k = i; k < j; ++k) slots.push_back(missing[k].slot);
+    Result<std::shared_ptr<BlockCache::Buffer>> buf = memory_.Allocate(end - start, slots);
+    Status st = buf.status();
     if (st.ok()) {
-      bytes_fetched_ += buf.size();
-      if (prefetch) prefetched_bytes_ += buf.size();
+      ++requests_;
+      st = object.Fetch(start, std::span<uint8_t>((*buf)->data(), end - start));
+    }
+    if (st.ok()) {
+      bytes_fetched_ += end - start;
+      if (prefetch) prefetched_bytes_ += end - start;
     }
     for (size_t k = i; k < j; ++k) {
       if (!st.ok()) {
@@ -153,9 +164,7 @@ Status RemoteReader::FetchBlocks(const RangeFetcher& object, const std::vector<C
         continue;
       }
       const uint64_t off = missing[k].block * bs - start;
-      const uint64_t len = block_len(missing[k].block);
-      auto bytes = std::make_shared<const std::vector<uint8_t>>(buf.begin() + off,
-                                                                buf.begin() + off + len);
+      Bytes bytes = BlockCache::Slice(*buf, off, block_len(missing[k].block));
       if (disk_ && object.persistent()) disk_->Put(key, missing[k].block * bs, *bytes);
       memory_.Fulfill(missing[k].slot, std::move(bytes));
     }
@@ -295,6 +304,7 @@ RemoteReaderStats RemoteReader::stats() const {
   s.prefetched_bytes = prefetched_bytes_.load();
   s.disk_hits = disk_hits_.load();
   s.memory_bytes = memory_.bytes();
+  s.memory_peak = memory_.peak_bytes();
   if (disk_) {
     s.disk_bytes = disk_->bytes();
     s.disk_damaged = disk_->damaged();
@@ -311,6 +321,7 @@ std::string RemoteReader::StatsJson() const {
          ", \"prefetched_bytes\": " + std::to_string(s.prefetched_bytes) +
          ", \"disk_hits\": " + std::to_string(s.disk_hits) +
          ", \"memory_bytes\": " + std::to_string(s.memory_bytes) +
+         ", \"memory_peak\": " + std::to_string(s.memory_peak) +
          ", \"memory_limit\": " + std::to_string(options_.memory_bytes) +
          ", \"disk_bytes\": " + std::to_string(s.disk_bytes) +
          ", \"disk_damaged\": " + std::to_string(s.disk_damaged) + "}";
