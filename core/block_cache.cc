@@ -73,9 +73,10 @@ bool BlockCache::Contains(const std::string& object, uint64_t start) const {
 Result<std::shared_ptr<BlockCache::Buffer>> BlockCache::Allocate(
     size_t size, const std::vector<std::shared_ptr<Slot>>& claims) {
   // Its own mapping, not malloc: freed parts go straight back to the system instead of staying
-  // in an arena as resident, reusable-only-by-malloc memory past the bound.
+  // in an arena as resident, reusable-only-by-malloc memory past the bound. Populated at once:
+  // one call instead of a page fault per 4 KiB while the body arrives (faults are dear in VMs).
   void* p = ::mmap(nullptr, std::max<size_t>(size, 1), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (p == MAP_FAILED) {
     return Status::IOError("cannot map " + std::to_string(size) +
                            " bytes for a remote read (out of memory)", ENOMEM);

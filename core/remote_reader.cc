@@ -12,6 +12,14 @@ namespace {
 std::string MemberKey(const RangeFetcher& o) { return o.cache_key() + "\nmember"; }
 std::string BlockKey(const RangeFetcher& o) { return o.cache_key() + "\nblock"; }
 
+// The memory cache's share of the bound: all but a reserve for what else reading costs (FUSE
+// workers' buffers, connections, allocator slack; about 2-3 MiB measured at 8 threads), so the
+// daemon's memory past a local mount's stays within --cache-size.
+uint64_t CacheCapacity(const RemoteReaderOptions& o) {
+  const uint64_t reserve = std::min(o.memory_bytes / 8, uint64_t{4} << 20);
+  return std::max(4 * o.block_size, o.memory_bytes - reserve);
+}
+
 }  // namespace
 
 Result<std::shared_ptr<RemoteReader>> RemoteReader::Create(const RemoteReaderOptions& options) {
@@ -32,15 +40,15 @@ Result<std::shared_ptr<RemoteReader>> RemoteReader::Create(const RemoteReaderOpt
 }
 
 RemoteReader::RemoteReader(const RemoteReaderOptions& options)
-    : options_(options), memory_(options.memory_bytes) {
+    : options_(options), memory_(CacheCapacity(options)) {
   // Read-ahead never claims more than the memory cache can hold next to what readers use.
   options_.max_window = std::max(options_.block_size,
-                                 std::min(options_.max_window, options_.memory_bytes / 8));
+                                 std::min(options_.max_window, memory_.capacity() / 8));
   options_.min_window = std::min(options_.min_window, options_.max_window);
   options_.max_part = std::max(options_.block_size, std::min(options_.max_part,
                                                              options_.max_window));
   // A whole member is one extent: keep it well under the bound too.
-  options_.whole_member_limit = std::min(options_.whole_member_limit, options_.memory_bytes / 4);
+  options_.whole_member_limit = std::min(options_.whole_member_limit, memory_.capacity() / 4);
 }
 
 RemoteReader::~RemoteReader() {
@@ -251,7 +259,7 @@ Result<size_t> RemoteReader::Read(const std::shared_ptr<const RangeFetcher>& obj
   // uncovers would make every request one block long — a 20 ms round trip per 256 KiB.
   if (window > 0) {
     const uint64_t ahead_end = std::min(member_end, offset + n + window);
-    const uint64_t max_pending = options_.memory_bytes / 2;
+    const uint64_t max_pending = memory_.capacity() / 2;
     const uint64_t part = std::max(std::min(options_.max_part, window / 8),
                                    std::min(options_.min_window, window / 2));
     const uint64_t part_blocks = std::max<uint64_t>(1, part / bs);
