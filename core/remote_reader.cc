@@ -13,10 +13,10 @@ std::string MemberKey(const RangeFetcher& o) { return o.cache_key() + "\nmember"
 std::string BlockKey(const RangeFetcher& o) { return o.cache_key() + "\nblock"; }
 
 // The memory cache's share of the bound: all but a reserve for what else reading costs (FUSE
-// workers' buffers, connections, allocator slack; about 2-3 MiB measured at 8 threads), so the
-// daemon's memory past a local mount's stays within --cache-size.
+// workers' reply buffers, connections, allocator slack: about 5 MiB measured with 8 workers
+// reading small members), so the daemon's memory past a local mount's stays within --cache-size.
 uint64_t CacheCapacity(const RemoteReaderOptions& o) {
-  const uint64_t reserve = std::min(o.memory_bytes / 8, uint64_t{4} << 20);
+  const uint64_t reserve = std::min(o.memory_bytes / 8, uint64_t{8} << 20);
   return std::max(4 * o.block_size, o.memory_bytes - reserve);
 }
 

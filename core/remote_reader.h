@@ -55,7 +55,7 @@ class RangeFetcher {
 
 struct RemoteReaderOptions {
   // Memory bound (--cache-size); at least 4 blocks. Cached bytes and parts in flight get all of
-  // it but a reserve of min(1/8, 4 MiB) for the rest of the read path (FUSE worker buffers,
+  // it but a reserve of min(1/8, 8 MiB) for the rest of the read path (FUSE worker buffers,
   // connections), so the daemon as a whole stays within it.
   uint64_t memory_bytes = uint64_t{512} << 20;
   // Members up to this size (local header included) are fetched whole on first read.
