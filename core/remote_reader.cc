@@ -12,6 +12,14 @@ namespace {
 std::string MemberKey(const RangeFetcher& o) { return o.cache_key() + "\nmember"; }
 std::string BlockKey(const RangeFetcher& o) { return o.cache_key() + "\nblock"; }
 
+// The memory cache's share of the bound: all but a reserve for what else reading costs (FUSE
+// workers' reply buffers, connections, allocator slack: about 5 MiB measured with 8 workers
+// reading small members), so the daemon's memory past a local mount's stays within --cache-size.
+uint64_t CacheCapacity(const RemoteReaderOptions& o) {
+  const uint64_t reserve = std::min(o.memory_bytes / 8, uint64_t{8} << 20);
+  return std::max(4 * o.block_size, o.memory_bytes - reserve);
+}
+
 }  // namespace
 
 Result<std::shared_ptr<RemoteReader>> RemoteReader::Create(const RemoteReaderOptions& options) {
@@ -32,15 +40,15 @@ Result<std::shared_ptr<RemoteReader>> RemoteReader::Create(const RemoteReaderOpt
 }
 
 RemoteReader::RemoteReader(const RemoteReaderOptions& options)
-    : options_(options), memory_(options.memory_bytes) {
+    : options_(options), memory_(CacheCapacity(options)) {
   // Read-ahead never claims more than the memory cache can hold next to what readers use.
   options_.max_window = std::max(options_.block_size,
-                                 std::min(options_.max_window, options_.memory_bytes / 8));
+                                 std::min(options_.max_window, memory_.capacity() / 8));
   options_.min_window = std::min(options_.min_window, options_.max_window);
   options_.max_part = std::max(options_.block_size, std::min(options_.max_part,
                                                              options_.max_window));
   // A whole member is one extent: keep it well under the bound too.
-  options_.whole_member_limit = std::min(options_.whole_member_limit, options_.memory_bytes / 4);
+  options_.whole_member_limit = std::min(options_.whole_member_limit, memory_.capacity() / 4);
 }
 
 RemoteReader::~RemoteReader() {
@@ -102,16 +110,20 @@ Result<RemoteReader::Bytes> RemoteReader::GetMember(
       return Bytes(shared);
     }
   }
-  auto buf = std::make_shared<std::vector<uint8_t>>(length);
+  Result<std::shared_ptr<BlockCache::Buffer>> buf = memory_.Allocate(length, {found.slot});
+  if (!buf.ok()) {
+    memory_.Fail(found.slot, buf.status());
+    return buf.status();
+  }
   ++requests_;
-  Status st = object->Fetch(begin, std::span<uint8_t>(*buf));
+  Status st = object->Fetch(begin, std::span<uint8_t>((*buf)->data(), length));
   if (!st.ok()) {
     memory_.Fail(found.slot, st);
     return st;
   }
   bytes_fetched_ += length;
-  if (disk_ && object->persistent()) disk_->Put(key, begin, *buf);
-  Bytes shared = std::move(buf);
+  Bytes shared = BlockCache::Slice(*buf, 0, length);
+  if (disk_ && object->persistent()) disk_->Put(key, begin, *shared);
   memory_.Fulfill(found.slot, shared);
   return shared;
 }
@@ -140,12 +152,19 @@ Status RemoteReader::FetchBlocks(const RangeFetcher& object, const std::vector<C
     while (j < missing.size() && missing[j].block == missing[j - 1].block + 1) ++j;
     const uint64_t start = missing[i].block * bs;
     const uint64_t end = std::min(size, missing[j - 1].block * bs + bs);
-    std::vector<uint8_t> buf(end - start);
-    ++requests_;
-    Status st = object.Fetch(start, std::span<uint8_t>(buf));
+    // One buffer for the run; its blocks are slices of it (no copy), and it counts against
+    // the memory bound from now until its last block leaves the cache.
+    std::vector<std::shared_ptr<BlockCache::Slot>> slots;
+    for (size_t k = i; k < j; ++k) slots.push_back(missing[k].slot);
+    Result<std::shared_ptr<BlockCache::Buffer>> buf = memory_.Allocate(end - start, slots);
+    Status st = buf.status();
     if (st.ok()) {
-      bytes_fetched_ += buf.size();
-      if (prefetch) prefetched_bytes_ += buf.size();
+      ++requests_;
+      st = object.Fetch(start, std::span<uint8_t>((*buf)->data(), end - start));
+    }
+    if (st.ok()) {
+      bytes_fetched_ += end - start;
+      if (prefetch) prefetched_bytes_ += end - start;
     }
     for (size_t k = i; k < j; ++k) {
       if (!st.ok()) {
@@ -153,9 +172,7 @@ Status RemoteReader::FetchBlocks(const RangeFetcher& object, const std::vector<C
         continue;
       }
       const uint64_t off = missing[k].block * bs - start;
-      const uint64_t len = block_len(missing[k].block);
-      auto bytes = std::make_shared<const std::vector<uint8_t>>(buf.begin() + off,
-                                                                buf.begin() + off + len);
+      Bytes bytes = BlockCache::Slice(*buf, off, block_len(missing[k].block));
       if (disk_ && object.persistent()) disk_->Put(key, missing[k].block * bs, *bytes);
       memory_.Fulfill(missing[k].slot, std::move(bytes));
     }
@@ -242,7 +259,7 @@ Result<size_t> RemoteReader::Read(const std::shared_ptr<const RangeFetcher>& obj
   // uncovers would make every request one block long — a 20 ms round trip per 256 KiB.
   if (window > 0) {
     const uint64_t ahead_end = std::min(member_end, offset + n + window);
-    const uint64_t max_pending = options_.memory_bytes / 2;
+    const uint64_t max_pending = memory_.capacity() / 2;
     const uint64_t part = std::max(std::min(options_.max_part, window / 8),
                                    std::min(options_.min_window, window / 2));
     const uint64_t part_blocks = std::max<uint64_t>(1, part / bs);
@@ -295,6 +312,7 @@ RemoteReaderStats RemoteReader::stats() const {
   s.prefetched_bytes = prefetched_bytes_.load();
   s.disk_hits = disk_hits_.load();
   s.memory_bytes = memory_.bytes();
+  s.memory_peak = memory_.peak_bytes();
   if (disk_) {
     s.disk_bytes = disk_->bytes();
     s.disk_damaged = disk_->damaged();
@@ -311,6 +329,7 @@ std::string RemoteReader::StatsJson() const {
          ", \"prefetched_bytes\": " + std::to_string(s.prefetched_bytes) +
          ", \"disk_hits\": " + std::to_string(s.disk_hits) +
          ", \"memory_bytes\": " + std::to_string(s.memory_bytes) +
+         ", \"memory_peak\": " + std::to_string(s.memory_peak) +
          ", \"memory_limit\": " + std::to_string(options_.memory_bytes) +
          ", \"disk_bytes\": " + std::to_string(s.disk_bytes) +
          ", \"disk_damaged\": " + std::to_string(s.disk_damaged) + "}";

@@ -15,7 +15,9 @@
 // Thread-safety: Read is safe for concurrent use. The reader owns its prefetch threads (started
 // by Create, joined by the destructor, which fails what is still queued); jobs hold their
 // RangeFetcher, so a shard source may go away while its prefetch runs. Memory: BlockCache bytes
-// (held plus claimed) stay within memory_bytes; claims for read-ahead stop at half of it.
+// (held, in flight and claimed; a block is a slice of the part it came in, and the part counts
+// until its last block goes) stay within memory_bytes less a reserve; claims for read-ahead stop
+// at half of that.
 #pragma once
 
 #include <atomic>
@@ -52,7 +54,9 @@ class RangeFetcher {
 };
 
 struct RemoteReaderOptions {
-  // In-memory cache bound (--cache-size); at least 4 blocks.
+  // Memory bound (--cache-size); at least 4 blocks. Cached bytes and parts in flight get all of
+  // it but a reserve of min(1/8, 8 MiB) for the rest of the read path (FUSE worker buffers,
+  // connections), so the daemon as a whole stays within it.
   uint64_t memory_bytes = uint64_t{512} << 20;
   // Members up to this size (local header included) are fetched whole on first read.
   uint64_t whole_member_limit = uint64_t{4} << 20;
@@ -75,6 +79,7 @@ struct RemoteReaderStats {
   uint64_t prefetched_bytes = 0;  // of which read ahead in the background
   uint64_t disk_hits = 0;         // extents read from the disk cache
   uint64_t memory_bytes = 0;      // now in the memory cache (held plus claimed)
+  uint64_t memory_peak = 0;       // the most memory_bytes ever was (in-flight parts included)
   uint64_t disk_bytes = 0;        // now in the disk cache
   uint64_t disk_damaged = 0;      // disk cache files found damaged (refetched)
 };

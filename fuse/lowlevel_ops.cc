@@ -193,9 +193,14 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
     // Small reads: one pread into this worker's buffer and one write to /dev/fuse — fewer
     // system calls than a splice through a pipe, and a member's first read also brings its
     // local header for the once-per-member check.
-    thread_local std::vector<uint8_t> scratch;
+    // The buffer is the session's (shared by the workers, see fuse/read_buffers.h).
+    struct Lease {
+      ReadBuffers& pool;
+      std::vector<uint8_t> buf;
+      ~Lease() { pool.Give(std::move(buf)); }
+    } scratch{s.read_buffers, s.read_buffers.Take()};
     Result<std::span<const uint8_t>> got =
-        s.fs->ReadCopy(ino, static_cast<uint64_t>(off), size, &scratch);
+        s.fs->ReadCopy(ino, static_cast<uint64_t>(off), size, &scratch.buf);
     if (!got.ok()) return ReplyStatus(req, "read", got.status());
     stats.AddBytes(got->size());
     fuse_reply_buf(req, reinterpret_cast<const char*>(got->data()), got->size());

@@ -3,7 +3,8 @@
 //
 // Thread-safety: callbacks run on any worker of the multi-threaded session loop at once; they keep
 // no state of their own beyond the SessionState reached through fuse_req_userdata, which the
-// caller owns and keeps alive (unchanged, apart from its atomics) until the session is destroyed.
+// caller owns and keeps alive (unchanged, apart from its atomics and its thread-safe read
+// buffers) until the session is destroyed.
 // No C++ exception leaves a callback: each catches everything and replies EIO.
 #pragma once
 
@@ -16,6 +17,7 @@
 #include "core/filesystem.h"
 #include "core/status.h"
 #include "fuse/logger.h"
+#include "fuse/read_buffers.h"
 
 namespace packfs {
 
@@ -42,6 +44,8 @@ struct SessionState {
   ServeConfig config;
   // Set by INIT from the kernel's capabilities.
   std::atomic<bool> no_open_supported{false};
+  // Buffers for replies that are copied (remote and small reads), shared by the workers.
+  ReadBuffers read_buffers;
   // Called once from the INIT callback: the mount now answers requests.
   std::function<void()> on_ready;
 };

@@ -451,12 +451,12 @@ int Daemonize(const Plan& plan) {
 
 int main(int argc, char** argv) {
   using namespace packfs;
-  // Two malloc arenas: remote reads allocate 256 KiB-8 MiB buffers (cache blocks, request parts)
-  // from many threads, and glibc's dynamic mmap threshold soon serves them from per-thread arenas,
-  // each keeping the memory freed into it: peak RSS grew ~15 MiB further past --cache-size with
-  // the default 8 arenas per core (bench_remote). A fixed low mmap threshold would bound it
-  // better but halves throughput (a page-faulted mapping and an munmap with its TLB shootdown
-  // per block).
+  // Two malloc arenas: remote reads allocated 256 KiB-8 MiB buffers from many threads, and
+  // glibc's dynamic mmap threshold soon served them from per-thread arenas, each keeping the
+  // memory freed into it: peak RSS grew ~15 MiB further past --cache-size with the default 8
+  // arenas per core (bench_remote). Request parts are their own mappings now (BlockCache::
+  // Allocate); what still comes from malloc in bulk is the disk cache's hits. A fixed low mmap
+  // threshold halved throughput when parts were malloc'd (a page-faulted mapping per block).
   mallopt(M_ARENA_MAX, 2);
   Cli cli;
   CLI::App app{"packfs: mount pack sets (directories of STORED zip shards, or tar shards: .tar "

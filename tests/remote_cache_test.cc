@@ -173,6 +173,25 @@ TEST_F(RemoteCacheTest, MemoryStaysWithinTheBound) {
   EXPECT_GT(reader->stats().memory_bytes, 0u);
 }
 
+TEST_F(RemoteCacheTest, InFlightPartsCountAgainstTheBoundDuringASequentialRead) {
+  // A 4 MiB bound (3.5 MiB for cached and in-flight bytes): the 8 MiB member streams through
+  // it in read-ahead parts that are never copied, and everything held at any moment, parts
+  // still arriving included, stays within the bound.
+  RemoteReaderOptions o;
+  o.memory_bytes = 4 << 20;
+  auto reader = NewReader(o);
+  auto src = Source(reader);
+  // Two readers at once, so parts of both are in flight together.
+  std::thread other([&] { ReadMember(*src, 0, kObjectSize / 2); });
+  ReadMember(*src, kObjectSize / 2, kObjectSize);
+  other.join();
+  const RemoteReaderStats s = reader->stats();
+  EXPECT_GT(s.prefetched_bytes, 0u);
+  EXPECT_LE(s.memory_peak, o.memory_bytes - (512 << 10));
+  EXPECT_GE(s.memory_peak, s.memory_bytes);
+  EXPECT_LE(s.bytes_fetched, uint64_t{kObjectSize});
+}
+
 TEST_F(RemoteCacheTest, DiskCacheServesASecondReaderWithoutRequests) {
   use_disk_ = true;
   {

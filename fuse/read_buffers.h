@@ -1,0 +1,46 @@
+// ReadBuffers: the buffers FUSE workers copy read replies through (remote reads, small local
+// reads), shared by all workers instead of one per thread, with a bound on what stays resident
+// while idle.
+//
+// Why: a per-thread buffer grows to the largest read it served (max_read, 1 MiB) and stays, so
+// 8 workers kept 8 MiB resident past --cache-size. Shared and last-in-first-out, the buffers in
+// use at once are about as many as reads run at once (one or two for a sequential reader), and
+// a returned buffer past `resident_bytes` of idle ones gives its pages back (MADV_DONTNEED).
+// Keeping a couple resident matters: refaulting 1 MiB per read costs a page fault per 4 KiB.
+//
+// Thread-safety: Take and Give are safe for concurrent use (one mutex, held only to push/pop).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+namespace packfs {
+
+class ReadBuffers {
+ public:
+  explicit ReadBuffers(size_t resident_bytes = size_t{2} << 20) : resident_max_(resident_bytes) {}
+  ReadBuffers(const ReadBuffers&) = delete;
+  ReadBuffers& operator=(const ReadBuffers&) = delete;
+
+  // A buffer to fill (any size; the reader resizes it), most recently returned first.
+  std::vector<uint8_t> Take();
+  // Returns a buffer taken before.
+  void Give(std::vector<uint8_t> buf);
+
+  // Bytes of idle buffers whose pages were kept (tests).
+  size_t resident_idle_bytes() const;
+
+ private:
+  struct Idle {
+    std::vector<uint8_t> buf;
+    size_t resident = 0;  // bytes of it counted as resident
+  };
+  const size_t resident_max_;
+  mutable std::mutex mu_;
+  std::vector<Idle> idle_;
+  size_t resident_ = 0;  // sum of idle_[i].resident
+};
+
+}  // namespace packfs

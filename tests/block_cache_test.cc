@@ -1,0 +1,126 @@
+// BlockCache accounting by buffer: blocks sliced from one part share its memory and are
+// byte-exact; evicting some of a part's blocks keeps the part counted until its last block (or a
+// reader's copy) is gone; claims count until a buffer covers them; failed claims and adopted
+// vectors leave nothing behind.
+#include "core/block_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace packfs {
+namespace {
+
+constexpr size_t kBlock = 4096;
+
+// Claims blocks `first`..`first + n - 1` of "o", fetches them as one part filled with bytes
+// (block index * 7 + offset) % 251, and fulfills them with slices of it.
+void FetchPart(BlockCache& cache, uint64_t first, size_t n) {
+  std::vector<std::shared_ptr<BlockCache::Slot>> slots;
+  for (size_t i = 0; i < n; ++i) {
+    BlockCache::Lookup l = cache.Acquire("o", (first + i) * kBlock, kBlock);
+    ASSERT_TRUE(l.owner);
+    slots.push_back(l.slot);
+  }
+  auto buf = cache.Allocate(n * kBlock, slots);
+  ASSERT_TRUE(buf.ok()) << buf.status().ToString();
+  for (size_t i = 0; i < n * kBlock; ++i) {
+    (*buf)->data()[i] = static_cast<uint8_t>(((first + i / kBlock) * 7 + i % kBlock) % 251);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    cache.Fulfill(slots[i], BlockCache::Slice(*buf, i * kBlock, kBlock));
+  }
+}
+
+void ExpectBlock(const BlockCache::Bytes& b, uint64_t block) {
+  ASSERT_TRUE(b);
+  ASSERT_EQ(b->size(), kBlock);
+  for (size_t i = 0; i < kBlock; ++i) {
+    ASSERT_EQ((*b)[i], static_cast<uint8_t>((block * 7 + i) % 251))
+        << "block " << block << " at " << i;
+  }
+}
+
+TEST(BlockCacheTest, SlicesOfAPartAreExactAndShareItsMemory) {
+  BlockCache cache(16 * kBlock);
+  FetchPart(cache, 0, 4);
+  EXPECT_EQ(cache.bytes(), 4 * kBlock);
+  EXPECT_EQ(cache.pending_bytes(), 0u);
+  const void* owner = nullptr;
+  for (uint64_t b = 0; b < 4; ++b) {
+    BlockCache::Lookup l = cache.Acquire("o", b * kBlock, kBlock);
+    ExpectBlock(l.hit, b);
+    if (b == 0) owner = l.hit.owner();
+    EXPECT_EQ(l.hit.owner(), owner);  // one buffer, no copies
+    EXPECT_EQ(l.hit->data(), (*cache.Acquire("o", 0, kBlock).hit).data() + b * kBlock);
+  }
+}
+
+TEST(BlockCacheTest, APartCountsUntilItsLastBlockIsEvicted) {
+  BlockCache cache(4 * kBlock);
+  FetchPart(cache, 0, 2);  // part A: blocks 0, 1
+  FetchPart(cache, 2, 2);  // part B: blocks 2, 3
+  EXPECT_EQ(cache.bytes(), 4 * kBlock);
+  // LRU, oldest first: 1, 2, 3, 0.
+  ExpectBlock(cache.Acquire("o", 0, kBlock).hit, 0);
+  // A claim for block 4 needs one block of room: evicting block 1 frees nothing (block 0 still
+  // holds part A), so eviction goes on through part B, which then goes back whole.
+  BlockCache::Lookup c = cache.Acquire("o", 4 * kBlock, kBlock);
+  ASSERT_TRUE(c.owner);
+  EXPECT_FALSE(cache.Contains("o", 1 * kBlock));
+  EXPECT_FALSE(cache.Contains("o", 2 * kBlock));
+  EXPECT_FALSE(cache.Contains("o", 3 * kBlock));
+  EXPECT_TRUE(cache.Contains("o", 0));
+  EXPECT_EQ(cache.bytes(), 2 * kBlock + kBlock);  // part A whole, plus the claim
+  EXPECT_LE(cache.peak_bytes(), 4 * kBlock + kBlock);
+  // The surviving half of part A is still exact.
+  BlockCache::Bytes held = cache.Acquire("o", 0, kBlock).hit;
+  ExpectBlock(held, 0);
+  cache.Fail(c.slot, Status::IOError("test"));
+  EXPECT_EQ(cache.bytes(), 2 * kBlock);
+  // Part C (blocks 10, 11) fills the cache; a claim then evicts block 0, but the reader holding
+  // it keeps part A alive and counted, so part C has to go as well.
+  FetchPart(cache, 10, 2);
+  EXPECT_EQ(cache.bytes(), 4 * kBlock);
+  BlockCache::Lookup d = cache.Acquire("o", 12 * kBlock, kBlock);
+  ASSERT_TRUE(d.owner);
+  EXPECT_FALSE(cache.Contains("o", 0));
+  EXPECT_FALSE(cache.Contains("o", 10 * kBlock));
+  EXPECT_EQ(cache.bytes(), 2 * kBlock + kBlock);
+  ExpectBlock(held, 0);
+  held = nullptr;  // the last reference to part A
+  EXPECT_EQ(cache.bytes(), kBlock);
+  EXPECT_EQ(cache.peak_bytes(), 4 * kBlock);
+  cache.Fail(d.slot, Status::IOError("test"));
+  EXPECT_EQ(cache.bytes(), 0u);
+}
+
+TEST(BlockCacheTest, ClaimsCountUntilCoveredAndFailedOnesLeaveNothing) {
+  BlockCache cache(64 * kBlock);
+  std::vector<std::shared_ptr<BlockCache::Slot>> slots;
+  for (uint64_t b = 0; b < 3; ++b) slots.push_back(cache.Acquire("o", b * kBlock, kBlock).slot);
+  EXPECT_EQ(cache.bytes(), 3 * kBlock);
+  EXPECT_EQ(cache.pending_bytes(), 3 * kBlock);
+  {
+    auto buf = cache.Allocate(3 * kBlock, slots);
+    ASSERT_TRUE(buf.ok());
+    EXPECT_EQ(cache.bytes(), 3 * kBlock);          // the buffer replaced the reservations
+    EXPECT_EQ(cache.pending_bytes(), 3 * kBlock);  // still in flight
+    for (auto& s : slots) cache.Fail(s, Status::IOError("server went away"));
+    EXPECT_EQ(cache.bytes(), 3 * kBlock);  // the buffer is still here
+  }
+  EXPECT_EQ(cache.bytes(), 0u);
+  EXPECT_EQ(cache.pending_bytes(), 0u);
+  EXPECT_FALSE(cache.Contains("o", 0));
+  // A vector of its own (as a disk cache hands over) counts while cached.
+  BlockCache::Lookup l = cache.Acquire("o", 0, kBlock);
+  cache.Fulfill(l.slot, std::make_shared<const std::vector<uint8_t>>(kBlock, uint8_t{9}));
+  EXPECT_EQ(cache.bytes(), kBlock);
+  BlockCache::Bytes hit = cache.Acquire("o", 0, kBlock).hit;
+  ASSERT_TRUE(hit);
+  EXPECT_EQ((*hit)[kBlock - 1], 9);
+  EXPECT_FALSE(hit.counted());
+}
+
+}  // namespace
+}  // namespace packfs

@@ -1,0 +1,59 @@
+// ReadBuffers: buffers come back last-in-first-out; idle buffers past the resident bound give
+// their pages back to the system (checked with mincore) and read back as zeros, while those
+// within it keep their pages and bytes.
+#include "fuse/read_buffers.h"
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace packfs {
+namespace {
+
+constexpr size_t kMiB = 1 << 20;
+
+// Resident pages among the whole pages inside `buf`.
+size_t ResidentPages(const std::vector<uint8_t>& buf) {
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t from = (reinterpret_cast<uintptr_t>(buf.data()) + page - 1) & ~(page - 1);
+  const uintptr_t to = (reinterpret_cast<uintptr_t>(buf.data()) + buf.size()) & ~(page - 1);
+  std::vector<unsigned char> vec((to - from) / page);
+  EXPECT_EQ(::mincore(reinterpret_cast<void*>(from), to - from, vec.data()), 0);
+  size_t n = 0;
+  for (unsigned char v : vec) n += v & 1;
+  return n;
+}
+
+TEST(ReadBuffersTest, IdleBuffersPastTheBoundReleaseTheirPages) {
+  ReadBuffers pool(2 * kMiB);
+  std::vector<std::vector<uint8_t>> taken;
+  for (int i = 0; i < 3; ++i) {
+    taken.push_back(pool.Take());
+    EXPECT_EQ(taken.back().capacity(), 0u);  // none idle yet: a new buffer
+    taken.back().assign(kMiB, static_cast<uint8_t>(i + 1));
+  }
+  const uint8_t* first = taken[0].data();
+  const uint8_t* third = taken[2].data();
+  pool.Give(std::move(taken[0]));
+  pool.Give(std::move(taken[1]));
+  EXPECT_EQ(pool.resident_idle_bytes(), 2 * kMiB);
+  pool.Give(std::move(taken[2]));  // past the bound
+  EXPECT_EQ(pool.resident_idle_bytes(), 2 * kMiB);
+
+  std::vector<uint8_t> a = pool.Take();  // the last kept: buffer 1 (filled with 2s)
+  std::vector<uint8_t> b = pool.Take();  // then buffer 0
+  std::vector<uint8_t> c = pool.Take();  // the released one comes last
+  EXPECT_EQ(b.data(), first);
+  EXPECT_EQ(c.data(), third);
+  EXPECT_EQ(a[kMiB / 2], 2);
+  EXPECT_EQ(b[kMiB - 1], 1);
+  const size_t pages = kMiB / static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  EXPECT_GE(ResidentPages(a), pages - 1);
+  EXPECT_EQ(ResidentPages(c), 0u);
+  EXPECT_EQ(c[kMiB / 2], 0);  // released pages read back as zeros
+  EXPECT_EQ(pool.resident_idle_bytes(), 0u);
+  EXPECT_EQ(pool.Take().capacity(), 0u);
+}
+
+}  // namespace
+}  // namespace packfs
