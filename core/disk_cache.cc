@@ -255,12 +255,8 @@ bool DiskCache::Read(const std::string& object, uint64_t offset, std::span<uint8
   std::vector<Piece> pieces;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto known = objects_.find(name);
-    if (known == objects_.end() || known->second.allocated == 0) {
-      // Nothing on disk at Open and nothing written since: skip the open(2) of every miss.
-      if (known == objects_.end()) objects_[name];
-      return false;
-    }
+    // Not on disk at Open may still be there now: another mount sharing the directory may
+    // have written it (a failed open(2) costs little next to the fetch a miss leads to).
     Object* obj = OpenLocked(name, false);
     if (!obj) return false;
     std::optional<std::vector<Piece>> cover = Cover(*obj, offset, end);

@@ -317,6 +317,27 @@ TEST_F(RemoteCacheTest, DiskCacheSizeBoundHoldsUnderEviction) {
   EXPECT_LE(allocated(), kBound);
 }
 
+TEST_F(RemoteCacheTest, ReadersSharingADiskCacheUseEachOthersExtents) {
+  use_disk_ = true;
+  // Two mounts of one node at once, one directory: what one fetches the other reads from disk,
+  // including an object the other had not seen on disk when it opened the cache.
+  auto a = NewReader();
+  auto b = NewReader();
+  auto src_a = Source(a);
+  auto src_b = Source(b);
+  ReadMember(*src_a, 6000000, 6000000 + 50000);
+  EXPECT_EQ(a->stats().requests, 1u);
+  ReadMember(*src_b, 6000000, 6000000 + 50000);
+  EXPECT_EQ(b->stats().requests, 0u);
+  EXPECT_EQ(b->stats().disk_hits, 1u);
+  ReadMember(*src_b, 0, 1 << 20);  // in blocks, fetched by b
+  EXPECT_GT(b->stats().requests, 0u);
+  ReadMember(*src_a, 0, 1 << 20);
+  EXPECT_EQ(a->stats().requests, 1u);
+  EXPECT_EQ(a->stats().bytes_fetched, 50000u);
+  EXPECT_GT(a->stats().disk_hits, 0u);
+}
+
 TEST_F(RemoteCacheTest, ReplacedObjectDoesNotUseOldDiskEntries) {
   use_disk_ = true;
   {
