@@ -109,7 +109,6 @@ Result<RemoteReader::Bytes> RemoteReader::GetMember(
 
 Status RemoteReader::FetchBlocks(const RangeFetcher& object, const std::vector<Claim>& claims,
                                  bool prefetch) {
-  const std::string key = BlockKey(object);
   const uint64_t bs = options_.block_size;
   const uint64_t size = object.size();
   auto block_len = [&](uint64_t b) { return std::min(bs, size - b * bs); };
@@ -149,7 +148,9 @@ Status RemoteReader::FetchBlocks(const RangeFetcher& object, const std::vector<C
       const uint64_t len = block_len(missing[k].block);
       auto bytes = std::make_shared<const std::vector<uint8_t>>(buf.begin() + off,
                                                                 buf.begin() + off + len);
-      if (disk_ && object.persistent()) disk_->Put(object.cache_key(), missing[k].block * bs, *bytes);
+      if (disk_ && object.persistent()) {
+        disk_->Put(object.cache_key(), missing[k].block * bs, *bytes);
+      }
       memory_.Fulfill(missing[k].slot, std::move(bytes));
     }
     if (!st.ok() && first_error.ok()) first_error = st;
