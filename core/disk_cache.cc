@@ -170,6 +170,7 @@ DiskCache::Object* DiskCache::OpenLocked(const std::string& name, bool create) {
     obj.extents.clear();
     obj.max_length = 0;
     obj.log_read = 0;
+    obj.foreign = false;
     obj.data_ino = files->data_ino;
   }
   obj.files = std::move(files);
@@ -182,7 +183,7 @@ DiskCache::Object* DiskCache::OpenLocked(const std::string& name, bool create) {
 }
 
 void DiskCache::RefreshLocked(const std::string& name, Object& obj) {
-  if (!obj.files) return;
+  if (!obj.files || obj.foreign) return;
   const int fd = obj.files->log.get();
   struct stat st;
   if (::fstat(fd, &st) != 0) return;
@@ -197,7 +198,7 @@ void DiskCache::RefreshLocked(const std::string& name, Object& obj) {
     // A log of another object (a hand copy, another format): none of its records are used.
     if (std::memcmp(buf.data(), kLogMagic, 8) != 0 ||
         GetU64(buf.data() + 8) != XXH3_64bits(name.data(), name.size())) {
-      obj.log_read = size;
+      obj.foreign = true;  // nor written to: it is not ours to extend
       return;
     }
     pos = kLogHeader;
@@ -212,7 +213,10 @@ void DiskCache::RefreshLocked(const std::string& name, Object& obj) {
     }
     const uint64_t start = GetU64(r);
     const uint64_t length = GetU64(r + 8);
-    if (length > 0 && start <= std::numeric_limits<uint64_t>::max() - length) {
+    // Put never writes more than a quarter of the capacity: a longer record is not believed
+    // (verifying it would allocate its length).
+    if (length > 0 && length <= capacity_ / 4 &&
+        start <= std::numeric_limits<uint64_t>::max() - length) {
       obj.extents.try_emplace({start, length}, Extent{GetU64(r + 16), false});
       obj.max_length = std::max(obj.max_length, length);
     }
@@ -329,7 +333,7 @@ void DiskCache::Put(const std::string& object, uint64_t start, std::span<const u
       ++write_errors_;
       return;
     }
-    if (Cover(*obj, start, start + data.size())) return;  // already there
+    if (obj->foreign || Cover(*obj, start, start + data.size())) return;  // or already there
     files = obj->files;
   }
   const uint64_t hash = XXH3_64bits(data.data(), data.size());

@@ -92,6 +92,7 @@ class DiskCache {
     std::shared_ptr<const Files> files;  // null: closed (or not on disk)
     ino_t data_ino = 0;                  // of the files the extents were read from
     uint64_t log_read = 0;               // log bytes parsed so far
+    bool foreign = false;                // the log's header is not this object's: unused
   };
   struct Piece {
     uint64_t start, length, hash;

@@ -280,6 +280,32 @@ TEST_F(RemoteCacheTest, CrashLeftoversInTheExtentLogAreIgnored) {
   EXPECT_GT(reader->stats().disk_hits, 0u);
 }
 
+TEST_F(RemoteCacheTest, AnExtentLogOfAnotherObjectIsNotUsed) {
+  use_disk_ = true;
+  std::string key;
+  {
+    auto reader = NewReader();
+    auto src = Source(reader);
+    ReadMember(*src, 1000000, 1000000 + 70000);
+    key = DiskKey(*src);
+  }
+  auto probe = DiskCache::Open(tmp_ / "disk", uint64_t{10} << 30);
+  ASSERT_TRUE(probe.ok());
+  {
+    // The header's object hash no longer matches (as for a log copied from another object).
+    std::fstream f((*probe)->LogPathOf(key), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(9);
+    f.put('\x77');
+  }
+  for (int pass = 0; pass < 2; ++pass) {  // nor is it extended: the second reader fetches too
+    auto reader = NewReader();
+    auto src = Source(reader);
+    ReadMember(*src, 1000000, 1000000 + 70000);
+    EXPECT_EQ(reader->stats().requests, 1u);
+    EXPECT_EQ(reader->stats().disk_hits, 0u);
+  }
+}
+
 TEST_F(RemoteCacheTest, DiskCacheSizeBoundHoldsUnderEviction) {
   use_disk_ = true;
   constexpr int kObjects = 10;
