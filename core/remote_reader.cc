@@ -101,15 +101,6 @@ Result<RemoteReader::Bytes> RemoteReader::GetMember(
     return memory_.Wait(found.slot);
   }
   ++misses_;
-  if (disk_ && object->persistent()) {
-    std::optional<std::vector<uint8_t>> bytes = disk_->Get(key, begin, length);
-    if (bytes) {
-      ++disk_hits_;
-      auto shared = std::make_shared<const std::vector<uint8_t>>(std::move(*bytes));
-      memory_.Fulfill(found.slot, shared);
-      return Bytes(shared);
-    }
-  }
   Result<std::shared_ptr<BlockCache::Buffer>> buf = memory_.Allocate(length, {found.slot});
   if (!buf.ok()) {
     memory_.Fail(found.slot, buf.status());
@@ -123,21 +114,22 @@ Result<RemoteReader::Bytes> RemoteReader::GetMember(
   }
   bytes_fetched_ += length;
   Bytes shared = BlockCache::Slice(*buf, 0, length);
-  if (disk_ && object->persistent()) disk_->Put(key, begin, *shared);
+  if (disk_ && object->persistent()) disk_->Put(object->cache_key(), begin, *shared);
   memory_.Fulfill(found.slot, shared);
   return shared;
 }
 
 Status RemoteReader::FetchBlocks(const RangeFetcher& object, const std::vector<Claim>& claims,
                                  bool prefetch) {
-  const std::string key = BlockKey(object);
   const uint64_t bs = options_.block_size;
   const uint64_t size = object.size();
   auto block_len = [&](uint64_t b) { return std::min(bs, size - b * bs); };
   std::vector<Claim> missing;
   for (const Claim& c : claims) {
     if (disk_ && object.persistent()) {
-      std::optional<std::vector<uint8_t>> bytes = disk_->Get(key, c.block * bs, block_len(c.block));
+      // Read-ahead claims (or a read the disk covered only in part): these copy into memory.
+      std::optional<std::vector<uint8_t>> bytes =
+          disk_->Get(object.cache_key(), c.block * bs, block_len(c.block));
       if (bytes) {
         ++disk_hits_;
         memory_.Fulfill(c.slot, std::make_shared<const std::vector<uint8_t>>(std::move(*bytes)));
@@ -173,7 +165,9 @@ Status RemoteReader::FetchBlocks(const RangeFetcher& object, const std::vector<C
       }
       const uint64_t off = missing[k].block * bs - start;
       Bytes bytes = BlockCache::Slice(*buf, off, block_len(missing[k].block));
-      if (disk_ && object.persistent()) disk_->Put(key, missing[k].block * bs, *bytes);
+      if (disk_ && object.persistent()) {
+        disk_->Put(object.cache_key(), missing[k].block * bs, *bytes);
+      }
       memory_.Fulfill(missing[k].slot, std::move(bytes));
     }
     if (!st.ok() && first_error.ok()) first_error = st;
@@ -225,6 +219,12 @@ Result<size_t> RemoteReader::Read(const std::shared_ptr<const RangeFetcher>& obj
   const uint64_t size = object->size();
   if (offset >= size || buf.empty()) return size_t{0};
   const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - offset));
+  // Disk hits go straight into the caller's buffer (one pread; the page cache keeps them),
+  // never through the memory cache.
+  if (disk_ && object->persistent() && disk_->Read(object->cache_key(), offset, buf.first(n))) {
+    ++disk_hits_;
+    return n;
+  }
   const bool member = member_end > member_begin && member_end <= size &&
                       offset >= member_begin && offset + n <= member_end;
   if (member && member_end - member_begin <= options_.whole_member_limit) {

@@ -77,11 +77,11 @@ struct RemoteReaderStats {
   uint64_t requests = 0;          // GETs issued
   uint64_t bytes_fetched = 0;     // bytes those GETs brought
   uint64_t prefetched_bytes = 0;  // of which read ahead in the background
-  uint64_t disk_hits = 0;         // extents read from the disk cache
+  uint64_t disk_hits = 0;         // reads (and read-ahead blocks) served by the disk cache
   uint64_t memory_bytes = 0;      // now in the memory cache (held plus claimed)
   uint64_t memory_peak = 0;       // the most memory_bytes ever was (in-flight parts included)
   uint64_t disk_bytes = 0;        // now in the disk cache
-  uint64_t disk_damaged = 0;      // disk cache files found damaged (refetched)
+  uint64_t disk_damaged = 0;      // disk cache extents found damaged (dropped, refetched)
 };
 
 class RemoteReader {

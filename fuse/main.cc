@@ -502,10 +502,11 @@ int main(int argc, char** argv) {
                  "memory for blocks of remote sources, e.g. 512M or 2G (default 512M, at most "
                  "1/8 of the RAM)");
   app.add_option("--disk-cache", cli.disk_cache,
-                 "keep blocks of remote sources in DIR too, so a later mount reads them "
-                 "locally (default: none)");
+                 "keep bytes fetched from remote sources in DIR too (one sparse file per "
+                 "object), so a later mount reads them locally (default: none)");
   app.add_option("--disk-cache-size", cli.disk_cache_size,
-                 "bound of the --disk-cache directory, e.g. 10G (default 10G)");
+                 "bound of the --disk-cache directory, e.g. 10G (default 10G; least "
+                 "recently used objects deleted beyond it)");
   CLI11_PARSE(app, argc, argv);
 
   Result<Plan> plan = MakePlan(cli);

@@ -6,6 +6,7 @@
 // --disk-cache-size are parsed (a bad size fails the mount with a message naming the flag).
 #include <gtest/gtest.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -114,10 +115,10 @@ TEST_F(RemoteCacheMountTest, SecondMountReadsEverythingFromTheDiskCache) {
   EXPECT_EQ(stats.out, "0 True\n") << stats.err;
 }
 
-TEST_F(RemoteCacheMountTest, AMemberUnderTheWholeLimitIsOneRequestAndOneCacheFile) {
+TEST_F(RemoteCacheMountTest, AMemberUnderTheWholeLimitIsOneRequestAndOneCachedExtent) {
   // Large reads take the zero-copy preparation, which checks the member's local header first:
   // that check must fetch the member whole (what the reads need next), not a block around the
-  // header — that would be a second GET cold and a second cache file to read warm.
+  // header — that would be a second GET cold and a second extent on disk.
   Mount m({server_->url() + "/media"}, tmp_ / "mnt", Args());
   ASSERT_TRUE(m.ok()) << m.result().err;
   const size_t after_mount = ShardRequests(*server_);
@@ -132,13 +133,22 @@ TEST_F(RemoteCacheMountTest, AMemberUnderTheWholeLimitIsOneRequestAndOneCacheFil
   }
   EXPECT_TRUE(got == testing::ReadFile(tmp_ / "src/big/medium.bin"));
   EXPECT_EQ(ShardRequests(*server_), after_mount + 1) << server_->AccessLog();
-  std::vector<uint64_t> sizes;
+  // One data file holding the member at its shard offset, and one extent-log record for it.
+  std::vector<uint64_t> data_blocks, log_sizes;
   for (const auto& e : fs::recursive_directory_iterator(tmp_ / "disk")) {
-    if (e.is_regular_file()) sizes.push_back(e.file_size());
+    struct stat st;
+    if (!e.is_regular_file() || ::stat(e.path().c_str(), &st) != 0) continue;
+    if (e.path().extension() == ".ext") {
+      log_sizes.push_back(static_cast<uint64_t>(st.st_size));
+    } else {
+      data_blocks.push_back(static_cast<uint64_t>(st.st_blocks) * 512);
+    }
   }
-  ASSERT_EQ(sizes.size(), 1u);
-  EXPECT_GT(sizes[0], 1500000u);       // the member: its data,
-  EXPECT_LT(sizes[0], 1500000u + 8192);  // its local header (padded: mkpack aligns data), the file header
+  ASSERT_EQ(data_blocks.size(), 1u);
+  ASSERT_EQ(log_sizes.size(), 1u);
+  EXPECT_GT(data_blocks[0], 1500000u);         // the member's data (a sparse file: only it),
+  EXPECT_LT(data_blocks[0], 1500000u + 16384);  // its local header, padding, block rounding
+  EXPECT_EQ(log_sizes[0], 16u + 32u);           // the log's header and one record: one extent
 }
 
 TEST_F(RemoteCacheMountTest, BadSizesFailTheMountNamingTheFlag) {

@@ -1,8 +1,9 @@
 // RemoteReader against nginx on loopback: a small member costs one GET however it is read; a
 // sequential read of a large member issues far fewer requests than its 128 KiB reads; a random
 // read fetches one block; concurrent readers of one member share one GET; the memory bound holds;
-// the disk cache serves a second reader with no GET, refetches damaged files, and ignores
-// entries of an object whose ETag changed. Requests are counted by the reader and by nginx's
+// the disk cache serves a second reader with no GET, refetches damaged bytes (never serving
+// them), ignores crash leftovers in its extent log and entries of an object whose ETag changed,
+// and stays within its size bound. Requests are counted by the reader and by nginx's
 // access log; bytes are always compared with the file nginx serves.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -48,11 +49,16 @@ class RemoteCacheTest : public ::testing::Test {
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : nullptr;
   }
-  std::unique_ptr<RemoteShardSource> Source(std::shared_ptr<RemoteReader> reader) {
-    auto head = client_->Head(server_->url() + "/obj.bin");
+  std::unique_ptr<RemoteShardSource> Source(std::shared_ptr<RemoteReader> reader,
+                                            const std::string& name = "obj.bin") {
+    auto head = client_->Head(server_->url() + "/" + name);
     EXPECT_TRUE(head.ok()) << head.status().ToString();
-    return RemoteShardSource::FromKnown(client_, server_->url() + "/obj.bin", "www/obj.bin",
+    return RemoteShardSource::FromKnown(client_, server_->url() + "/" + name, "www/" + name,
                                         head->size, head->etag, std::move(reader));
+  }
+  // The disk cache's key of obj.bin (RangeFetcher::cache_key: URL and ETag).
+  std::string DiskKey(const RemoteShardSource& src) const {
+    return server_->url() + "/obj.bin\n" + src.etag();
   }
   // GETs and HEADs nginx logged for the object (waits a moment for late log lines to settle).
   size_t ServerRequests() {
@@ -213,7 +219,7 @@ TEST_F(RemoteCacheTest, DiskCacheServesASecondReaderWithoutRequests) {
   EXPECT_EQ(after_head, before + 1);  // the HEAD of Source()
 }
 
-TEST_F(RemoteCacheTest, DamagedDiskCacheFilesAreRefetched) {
+TEST_F(RemoteCacheTest, DamagedDiskCacheBytesAreRefetchedNeverServed) {
   use_disk_ = true;
   std::string key;
   {
@@ -221,26 +227,160 @@ TEST_F(RemoteCacheTest, DamagedDiskCacheFilesAreRefetched) {
     auto src = Source(reader);
     ReadMember(*src, 6000000, 6000000 + 50000);
     ReadMember(*src, 7000000, 7000000 + 60000);
-    key = server_->url() + "/obj.bin\n" + src->etag();
+    key = DiskKey(*src);
   }
   auto probe = DiskCache::Open(tmp_ / "disk", uint64_t{10} << 30);
   ASSERT_TRUE(probe.ok());
-  const std::string flipped = (*probe)->PathOf(key + "\nmember", 6000000, 50000);
-  const std::string cut = (*probe)->PathOf(key + "\nmember", 7000000, 60000);
-  ASSERT_TRUE(std::filesystem::exists(flipped)) << flipped;
-  ASSERT_TRUE(std::filesystem::exists(cut)) << cut;
+  const std::string data = (*probe)->PathOf(key);
+  ASSERT_TRUE(std::filesystem::exists(data)) << data;
+  ASSERT_TRUE(std::filesystem::exists((*probe)->LogPathOf(key)));
   {
-    std::fstream f(flipped, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(1000);
-    f.put(static_cast<char>(0x5a ^ bytes_[6000000 + 1000 - 32]));
+    // One flipped byte in the first member (the data file holds it at its object offset) ...
+    std::fstream f(data, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(6000000 + 1000);
+    f.put(static_cast<char>(0x5a ^ bytes_[6000000 + 1000]));
   }
-  std::filesystem::resize_file(cut, 1000);
+  // ... and the second member cut short.
+  std::filesystem::resize_file(data, 7000000 + 1000);
+  {
+    auto reader = NewReader();
+    auto src = Source(reader);
+    ReadMember(*src, 6000000, 6000000 + 50000);  // bytes compared: never the damaged ones
+    ReadMember(*src, 7000000, 7000000 + 60000);
+    EXPECT_EQ(reader->stats().requests, 2u);
+    EXPECT_EQ(reader->stats().disk_damaged, 2u);
+    EXPECT_EQ(reader->stats().disk_hits, 0u);
+  }
+  // The refetched bytes replaced the damaged ones: a third reader reads both from disk.
   auto reader = NewReader();
   auto src = Source(reader);
   ReadMember(*src, 6000000, 6000000 + 50000);
   ReadMember(*src, 7000000, 7000000 + 60000);
-  EXPECT_EQ(reader->stats().requests, 2u);
-  EXPECT_EQ(reader->stats().disk_damaged, 2u);
+  EXPECT_EQ(reader->stats().requests, 0u);
+  EXPECT_EQ(reader->stats().disk_damaged, 0u);
+}
+
+TEST_F(RemoteCacheTest, CrashLeftoversInTheExtentLogAreIgnored) {
+  use_disk_ = true;
+  std::string key;
+  {
+    auto reader = NewReader();
+    auto src = Source(reader);
+    ReadMember(*src, 1000000, 1000000 + 70000);
+    ReadMember(*src, 3000000, 3000000 + 80000);
+    key = DiskKey(*src);
+  }
+  auto probe = DiskCache::Open(tmp_ / "disk", uint64_t{10} << 30);
+  ASSERT_TRUE(probe.ok());
+  const std::string data = (*probe)->PathOf(key);
+  const std::string log = (*probe)->LogPathOf(key);
+  // A record whose data never reached the disk (a crash before writeback): a hole there.
+  testing::Sh("fallocate -p -o 3000000 -l 80000 '" + data + "'");
+  // A torn last record: part of an append.
+  testing::Sh("head -c 13 /dev/urandom >> '" + log + "'");
+  {
+    auto reader = NewReader();
+    auto src = Source(reader);
+    ReadMember(*src, 1000000, 1000000 + 70000);  // intact: from disk
+    EXPECT_EQ(reader->stats().requests, 0u);
+    ReadMember(*src, 3000000, 3000000 + 80000);  // no data behind its record: refetched
+    EXPECT_EQ(reader->stats().requests, 1u);
+    EXPECT_EQ(reader->stats().disk_damaged, 1u);
+    ReadMember(*src, 5000000, 5000000 + 90000);  // a new extent, logged after the torn bytes
+    EXPECT_EQ(reader->stats().requests, 2u);
+  }
+  auto reader = NewReader();
+  auto src = Source(reader);
+  ReadMember(*src, 1000000, 1000000 + 70000);
+  ReadMember(*src, 3000000, 3000000 + 80000);
+  ReadMember(*src, 5000000, 5000000 + 90000);
+  EXPECT_EQ(reader->stats().requests, 0u);
+  EXPECT_EQ(reader->stats().disk_damaged, 0u);
+  EXPECT_GT(reader->stats().disk_hits, 0u);
+}
+
+TEST_F(RemoteCacheTest, AnExtentLogOfAnotherObjectIsNotUsed) {
+  use_disk_ = true;
+  std::string key;
+  {
+    auto reader = NewReader();
+    auto src = Source(reader);
+    ReadMember(*src, 1000000, 1000000 + 70000);
+    key = DiskKey(*src);
+  }
+  auto probe = DiskCache::Open(tmp_ / "disk", uint64_t{10} << 30);
+  ASSERT_TRUE(probe.ok());
+  {
+    // The header's object hash no longer matches (as for a log copied from another object).
+    std::fstream f((*probe)->LogPathOf(key), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(9);
+    f.put('\x77');
+  }
+  for (int pass = 0; pass < 2; ++pass) {  // nor is it extended: the second reader fetches too
+    auto reader = NewReader();
+    auto src = Source(reader);
+    ReadMember(*src, 1000000, 1000000 + 70000);
+    EXPECT_EQ(reader->stats().requests, 1u);
+    EXPECT_EQ(reader->stats().disk_hits, 0u);
+  }
+}
+
+TEST_F(RemoteCacheTest, DiskCacheSizeBoundHoldsUnderEviction) {
+  use_disk_ = true;
+  constexpr int kObjects = 10;
+  for (int i = 0; i < kObjects; ++i) {
+    testing::WriteFile(tmp_ / ("www/o" + std::to_string(i)), bytes_);
+  }
+  constexpr uint64_t kBound = 8 << 20;
+  RemoteReaderOptions o;
+  o.disk_bytes = kBound;
+  auto allocated = [&] {
+    uint64_t total = 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(tmp_ / "disk")) {
+      struct stat st;
+      if (e.is_regular_file() && ::stat(e.path().c_str(), &st) == 0) total += st.st_blocks * 512;
+    }
+    return total;
+  };
+  {
+    auto reader = NewReader(o);
+    for (int i = 0; i < kObjects; ++i) {
+      auto src = Source(reader, "o" + std::to_string(i));
+      ReadMember(*src, 2000000, 2000000 + 1500000);  // 1.5 MB each, 15 MB in all
+      EXPECT_LE(reader->disk()->bytes(), kBound) << "after object " << i;
+      EXPECT_LE(allocated(), kBound) << "after object " << i;
+    }
+    EXPECT_GE(reader->disk()->bytes(), kBound / 2);
+  }
+  EXPECT_LE(allocated(), kBound);
+  // The most recently used objects survived; the first ones were evicted.
+  auto reader = NewReader(o);
+  ReadMember(*Source(reader, "o" + std::to_string(kObjects - 1)), 2000000, 2000000 + 1500000);
+  EXPECT_EQ(reader->stats().requests, 0u);
+  ReadMember(*Source(reader, "o0"), 2000000, 2000000 + 1500000);
+  EXPECT_EQ(reader->stats().requests, 1u);
+  EXPECT_LE(allocated(), kBound);
+}
+
+TEST_F(RemoteCacheTest, ReadersSharingADiskCacheUseEachOthersExtents) {
+  use_disk_ = true;
+  // Two mounts of one node at once, one directory: what one fetches the other reads from disk,
+  // including an object the other had not seen on disk when it opened the cache.
+  auto a = NewReader();
+  auto b = NewReader();
+  auto src_a = Source(a);
+  auto src_b = Source(b);
+  ReadMember(*src_a, 6000000, 6000000 + 50000);
+  EXPECT_EQ(a->stats().requests, 1u);
+  ReadMember(*src_b, 6000000, 6000000 + 50000);
+  EXPECT_EQ(b->stats().requests, 0u);
+  EXPECT_EQ(b->stats().disk_hits, 1u);
+  ReadMember(*src_b, 0, 1 << 20);  // in blocks, fetched by b
+  EXPECT_GT(b->stats().requests, 0u);
+  ReadMember(*src_a, 0, 1 << 20);
+  EXPECT_EQ(a->stats().requests, 1u);
+  EXPECT_EQ(a->stats().bytes_fetched, 50000u);
+  EXPECT_GT(a->stats().disk_hits, 0u);
 }
 
 TEST_F(RemoteCacheTest, ReplacedObjectDoesNotUseOldDiskEntries) {
