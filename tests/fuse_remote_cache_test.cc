@@ -37,18 +37,7 @@ std::map<std::string, std::string> TreeFiles(const std::string& root) {
 }
 
 // Access-log lines naming shard objects (GETs and HEADs), once the log stops growing.
-size_t ShardRequests(const testing::NginxServer& server) {
-  size_t last = SIZE_MAX;
-  for (int i = 0; i < 100; ++i) {
-    std::istringstream in(server.AccessLog());
-    size_t n = 0;
-    for (std::string line; std::getline(in, line);) n += line.find("/pack-") != std::string::npos;
-    if (n == last) return n;
-    last = n;
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
-  }
-  return last;
-}
+size_t ShardRequests(const testing::NginxServer& server) { return server.SettledRequests("/pack-"); }
 
 class RemoteCacheMountTest : public ::testing::Test {
  protected:

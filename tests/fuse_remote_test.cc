@@ -54,31 +54,6 @@ int ReadAll(const std::string& path, std::string* out) {
   return err;
 }
 
-// How many access-log lines name `uri_part`.
-size_t CountRequests(const std::string& log, const std::string& uri_part) {
-  size_t n = 0;
-  std::istringstream in(log);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.find(uri_part) != std::string::npos) ++n;
-  }
-  return n;
-}
-
-// nginx writes a request's log line after the response has gone out, so a reader can be done
-// before its line is there (seen under load). How many lines name `uri_part` once the log has
-// held still for 200 ms (at most 10 s of waiting).
-size_t SettledRequests(const testing::NginxServer& server, const std::string& uri_part) {
-  size_t n = CountRequests(server.AccessLog(), uri_part);
-  for (int i = 0; i < 50; ++i) {
-    ::usleep(200 * 1000);
-    const size_t again = CountRequests(server.AccessLog(), uri_part);
-    if (again == n) break;
-    n = again;
-  }
-  return n;
-}
-
 // The files of a tree, key -> bytes.
 std::map<std::string, std::string> TreeFiles(const std::string& root) {
   std::map<std::string, std::string> out;
@@ -196,14 +171,14 @@ TEST_F(RemoteMountTest, SmallFileFirstReadIsOneRangedGet) {
   const std::string shard_url = GetXattr(path, "user.packfs.shard");
   ASSERT_FALSE(shard_url.empty());
   const std::string uri = shard_url.substr(server_->url().size());  // "/media/pack-000N.zip"
-  const size_t before = SettledRequests(*server_, uri);
+  const size_t before = server_->SettledRequests(uri);
   std::string bytes;
   ASSERT_EQ(ReadAll(path, &bytes), 0);
   EXPECT_TRUE(bytes == testing::ReadFile(*tmp_ / "src/small/exact20k.bin"));
-  EXPECT_EQ(SettledRequests(*server_, uri), before + 1) << server_->AccessLog();
+  EXPECT_EQ(server_->SettledRequests(uri), before + 1) << server_->AccessLog();
   // A second read comes from the page cache (or at worst one more GET), never a header read.
   ASSERT_EQ(ReadAll(path, &bytes), 0);
-  EXPECT_LE(SettledRequests(*server_, uri), before + 2);
+  EXPECT_LE(server_->SettledRequests(uri), before + 2);
 }
 
 TEST_F(RemoteMountTest, HttpWithoutCatalogIsRefusedWithAdvice) {

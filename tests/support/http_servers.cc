@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -145,6 +146,23 @@ std::unique_ptr<NginxServer> NginxServer::Start(const std::string& root, std::st
 }
 
 std::string NginxServer::AccessLog() const { return ReadFile(dir_.path() + "/access.log"); }
+
+size_t NginxServer::SettledRequests(const std::string& part) const {
+  auto count = [&] {
+    size_t n = 0;
+    std::istringstream in(AccessLog());
+    for (std::string line; std::getline(in, line);) n += line.find(part) != std::string::npos;
+    return n;
+  };
+  size_t n = count();
+  for (int i = 0; i < 50; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const size_t again = count();
+    if (again == n) break;
+    n = again;
+  }
+  return n;
+}
 
 std::unique_ptr<FaultServer> FaultServer::Start(const std::string& root, std::string* why) {
   if (!HasCommand("python3")) {

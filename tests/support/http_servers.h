@@ -44,6 +44,10 @@ class NginxServer {
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   // Access log lines: "<connection serial> <status> <request uri>".
   std::string AccessLog() const;
+  // How many access-log lines contain `part`, once the log has held still for 200 ms (at most
+  // 10 s). nginx logs a request after its response has gone out, so a client can be done before
+  // its line is there; counting at once races with that (seen under load).
+  size_t SettledRequests(const std::string& part) const;
 
  private:
   TempDir dir_;
