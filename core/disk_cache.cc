@@ -20,6 +20,7 @@ namespace packfs {
 namespace {
 
 constexpr char kLogMagic[8] = {'P', 'K', 'F', 'S', 'E', 'X', 'T', '1'};
+constexpr size_t kVerifyChunk = 64 << 10;  // bytes hashed per pread when verifying
 constexpr size_t kLogHeader = 16;  // magic, u64 XXH3-64 of the object key
 constexpr size_t kRecord = 32;     // u64 start, u64 length, u64 XXH3-64 of data, u64 checksum
 constexpr uint64_t kRecordSeed = 0x706b66736578746eULL;
@@ -273,17 +274,35 @@ bool DiskCache::Read(const std::string& object, uint64_t offset, std::span<uint8
     pieces = std::move(*cover);
   }
   // First reads verify whole extents, and copy their part of the request from what they read;
-  // when every piece was read so, the request is complete without another pread.
+  // when every piece was read so, the request is complete without another pread. The extent is
+  // hashed in chunks through one buffer on the stack: a whole-extent buffer (up to a member of
+  // several MiB, for a header check of a few bytes) cost a zero fill and page faults per extent,
+  // a fifth of the daemon's time on a second pass.
   bool all_copied = true;
-  std::vector<uint8_t> tmp;
+  alignas(64) uint8_t chunk[kVerifyChunk];
   for (const Piece& p : pieces) {
     if (p.verified) {
       all_copied = false;
       continue;
     }
-    tmp.resize(p.length);
-    if (!PreadFull(files->data.get(), tmp.data(), p.length, p.start) ||
-        XXH3_64bits(tmp.data(), p.length) != p.hash) {
+    XXH3_state_t* state = XXH3_createState();
+    bool ok = state != nullptr && XXH3_64bits_reset(state) == XXH_OK;
+    for (uint64_t pos = p.start; ok && pos < p.start + p.length;) {
+      const size_t n =
+          static_cast<size_t>(std::min<uint64_t>(kVerifyChunk, p.start + p.length - pos));
+      ok = PreadFull(files->data.get(), chunk, n, pos) &&
+           XXH3_64bits_update(state, chunk, n) == XXH_OK;
+      // The part of this chunk the caller asked for.
+      const uint64_t from = std::max(offset, pos);
+      const uint64_t to = std::min(end, pos + n);
+      if (ok && from < to) {
+        std::memcpy(buf.data() + (from - offset), chunk + (from - pos), to - from);
+      }
+      pos += n;
+    }
+    ok = ok && XXH3_64bits_digest(state) == p.hash;
+    XXH3_freeState(state);
+    if (!ok) {
       DropExtent(name, p);
       return false;
     }
@@ -295,9 +314,6 @@ bool DiskCache::Read(const std::string& object, uint64_t offset, std::span<uint8
         if (e != it->second.extents.end()) e->second.verified = true;
       }
     }
-    const uint64_t from = std::max(offset, p.start);
-    const uint64_t to = std::min(end, p.start + p.length);
-    std::memcpy(buf.data() + (from - offset), tmp.data() + (from - p.start), to - from);
   }
   if (all_copied) return true;
   if (!PreadFull(files->data.get(), buf.data(), buf.size(), offset)) {
@@ -306,6 +322,22 @@ bool DiskCache::Read(const std::string& object, uint64_t offset, std::span<uint8
     return false;
   }
   return true;
+}
+
+std::shared_ptr<const UniqueFd> DiskCache::MapVerified(const std::string& object,
+                                                       uint64_t offset, uint64_t length) {
+  if (length == 0) return nullptr;
+  const std::string name = NameOf(object);
+  std::lock_guard<std::mutex> lock(mu_);
+  Object* obj = OpenLocked(name, false);
+  if (!obj || !obj->files) return nullptr;
+  std::optional<std::vector<Piece>> cover = Cover(*obj, offset, offset + length);
+  if (!cover) return nullptr;
+  for (const Piece& p : *cover) {
+    if (!p.verified) return nullptr;
+  }
+  // Aliases the shared Files: the data fd lives as long as any handle does.
+  return std::shared_ptr<const UniqueFd>(obj->files, &obj->files->data);
 }
 
 void DiskCache::DropExtent(const std::string& name, const Piece& p) {

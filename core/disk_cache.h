@@ -57,6 +57,12 @@ class DiskCache {
   // Fills `buf` with the bytes of `object` at `offset` when cached extents cover all of them
   // (verified); false otherwise (buf's contents are then unspecified).
   bool Read(const std::string& object, uint64_t offset, std::span<uint8_t> buf);
+  // The open data file of `object` (its bytes at their object offsets) when extents this process
+  // has verified (or written) cover [offset, offset + length); null otherwise, also when a
+  // covering extent is not verified yet (Read verifies it). The file stays open while the handle
+  // is held, even if the object is evicted meanwhile: a reply can splice from it.
+  std::shared_ptr<const UniqueFd> MapVerified(const std::string& object, uint64_t offset,
+                                              uint64_t length);
   // The `length` bytes of object at `start`, or nullopt (Read into a new vector).
   std::optional<std::vector<uint8_t>> Get(const std::string& object, uint64_t start,
                                           size_t length);

@@ -303,6 +303,14 @@ Result<size_t> RemoteReader::Read(const std::shared_ptr<const RangeFetcher>& obj
   return n;
 }
 
+std::shared_ptr<const UniqueFd> RemoteReader::MapCached(const RangeFetcher& object,
+                                                        uint64_t offset, uint64_t length) {
+  if (!disk_ || !object.persistent() || offset + length > object.size()) return nullptr;
+  std::shared_ptr<const UniqueFd> fd = disk_->MapVerified(object.cache_key(), offset, length);
+  if (fd) ++disk_hits_;
+  return fd;
+}
+
 RemoteReaderStats RemoteReader::stats() const {
   RemoteReaderStats s;
   s.memory_hits = memory_hits_.load();

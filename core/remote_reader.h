@@ -99,6 +99,12 @@ class RemoteReader {
   Result<size_t> Read(const std::shared_ptr<const RangeFetcher>& object, uint64_t member_begin,
                       uint64_t member_end, uint64_t offset, std::span<uint8_t> buf);
 
+  // The disk cache's open file holding `object`'s bytes [offset, offset + length) at their own
+  // offsets, when that range is cached and already verified (counted as a disk hit); else null.
+  // Lets a reply splice cached bytes instead of copying them through this reader.
+  std::shared_ptr<const UniqueFd> MapCached(const RangeFetcher& object, uint64_t offset,
+                                            uint64_t length);
+
   RemoteReaderStats stats() const;
   const RemoteReaderOptions& options() const { return options_; }
   // The disk cache, or null (tests damage its files).

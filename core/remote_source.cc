@@ -1,7 +1,10 @@
 // RemoteShardSource: ShardSource over HttpClient ranged GETs, optionally through a RemoteReader.
 #include "core/remote_source.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 
 namespace packfs {
 
@@ -68,6 +71,52 @@ const std::string& RemoteShardSource::etag() const { return object_->etag(); }
 
 Result<size_t> RemoteShardSource::ReadAt(uint64_t offset, std::span<uint8_t> buf) const {
   return ReadMemberAt(0, 0, offset, buf);
+}
+
+namespace {
+
+// A window onto a disk-cache data file, which holds the object's bytes at their own offsets; the
+// handle keeps the file open (even if the cache evicts it) for as long as the window is held.
+class CachedFileSource final : public ShardSource {
+ public:
+  CachedFileSource(std::shared_ptr<const UniqueFd> fd, const std::string& name, uint64_t size)
+      : fd_(std::move(fd)), name_(name), size_(size) {}
+  const std::string& name() const override { return name_; }
+  uint64_t size() const override { return size_; }
+  int fd() const override { return fd_->get(); }
+  Result<size_t> ReadAt(uint64_t offset, std::span<uint8_t> buf) const override {
+    if (offset >= size_) return size_t{0};
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), size_ - offset));
+    size_t done = 0;
+    while (done < want) {
+      ssize_t k = ::pread(fd_->get(), buf.data() + done, want - done,
+                          static_cast<off_t>(offset + done));
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) {
+        return Status::IOError("reading the disk cache copy of " + name_ +
+                               (k < 0 ? ": " + ErrnoText(errno) : ": file ends early"));
+      }
+      done += static_cast<size_t>(k);
+    }
+    return done;
+  }
+
+ private:
+  std::shared_ptr<const UniqueFd> fd_;
+  const std::string name_;
+  const uint64_t size_;
+};
+
+}  // namespace
+
+Result<std::optional<std::pair<std::shared_ptr<const ShardSource>, uint64_t>>>
+RemoteShardSource::MapToFile(uint64_t offset, uint64_t length) const {
+  using Mapped = std::optional<std::pair<std::shared_ptr<const ShardSource>, uint64_t>>;
+  if (!reader_) return Mapped();
+  std::shared_ptr<const UniqueFd> fd = reader_->MapCached(*object_, offset, length);
+  if (!fd) return Mapped();
+  return Mapped(std::make_pair(
+      std::make_shared<CachedFileSource>(std::move(fd), object_->name(), object_->size()), offset));
 }
 
 Result<size_t> RemoteShardSource::ReadMemberAt(uint64_t member_begin, uint64_t member_end,

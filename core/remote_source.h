@@ -38,6 +38,11 @@ class RemoteShardSource final : public ShardSource {
   Result<size_t> ReadMemberAt(uint64_t member_begin, uint64_t member_end, uint64_t offset,
                               std::span<uint8_t> buf) const override;
 
+  // With a reader whose disk cache holds the range (verified): that cache file, at the same
+  // offsets, so the reply splices from local disk like a local shard's. nullopt otherwise.
+  Result<std::optional<std::pair<std::shared_ptr<const ShardSource>, uint64_t>>> MapToFile(
+      uint64_t offset, uint64_t length) const override;
+
   const std::string& url() const;
   const std::string& etag() const;
 

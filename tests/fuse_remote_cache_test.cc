@@ -104,6 +104,42 @@ TEST_F(RemoteCacheMountTest, SecondMountReadsEverythingFromTheDiskCache) {
   EXPECT_EQ(stats.out, "0 True\n") << stats.err;
 }
 
+// Cached bytes reach readers two ways, copied through the reader or (reads of 128 KiB and more)
+// spliced straight from the cache file; damaged bytes must reach neither.
+TEST_F(RemoteCacheMountTest, DamagedDiskCacheBytesAreFetchedAgainNeverServed) {
+  {
+    Mount m({server_->url() + "/media"}, tmp_ / "mnt", Args());
+    ASSERT_TRUE(m.ok()) << m.result().err;
+    ExpectTreeIsSource();
+  }
+  // Flip a byte every 32 KiB of every cache data file (a hole stays a hole: no extent there).
+  size_t flipped = 0;
+  for (const auto& e : fs::recursive_directory_iterator(tmp_ / "disk")) {
+    if (!e.is_regular_file() || e.path().extension() == ".ext") continue;
+    UniqueFd fd(::open(e.path().c_str(), O_RDWR));
+    ASSERT_TRUE(fd.valid()) << e.path();
+    const off_t size = ::lseek(fd.get(), 0, SEEK_END);
+    for (off_t at = 1000; at < size; at += 32 << 10) {
+      const off_t data = ::lseek(fd.get(), at, SEEK_DATA);
+      if (data < 0 || data >= size) break;
+      uint8_t b = 0;
+      ASSERT_EQ(::pread(fd.get(), &b, 1, data), 1);
+      b ^= 0x5a;
+      ASSERT_EQ(::pwrite(fd.get(), &b, 1, data), 1);
+      ++flipped;
+      at = data;
+    }
+  }
+  ASSERT_GT(flipped, 10u);
+  Mount m({server_->url() + "/media"}, tmp_ / "mnt", Args());
+  ASSERT_TRUE(m.ok()) << m.result().err;
+  ExpectTreeIsSource();
+  auto stats = testing::Sh("getfattr --only-values -n user.packfs.stats '" + (tmp_ / "mnt") +
+                           "' | python3 -c 'import json,sys; c=json.load(sys.stdin)"
+                           "[\"remote_cache\"]; print(c[\"disk_damaged\"] > 0, c[\"requests\"] > 0)'");
+  EXPECT_EQ(stats.out, "True True\n") << stats.err;
+}
+
 TEST_F(RemoteCacheMountTest, AMemberUnderTheWholeLimitIsOneRequestAndOneCachedExtent) {
   // Large reads take the zero-copy preparation, which checks the member's local header first:
   // that check must fetch the member whole (what the reads need next), not a block around the
