@@ -73,7 +73,10 @@ class BlockCache {
     bool owner = false;
   };
 
-  explicit BlockCache(uint64_t capacity);
+  // `spare_bytes` of the capacity are kept for the mappings of freed Buffers, which the next
+  // Allocate of a fitting size reuses (touching fresh pages is dear in VMs; see Memory in the .cc):
+  // live, claimed and spare bytes together stay within `capacity`.
+  explicit BlockCache(uint64_t capacity, uint64_t spare_bytes = 0);
   BlockCache(const BlockCache&) = delete;
   BlockCache& operator=(const BlockCache&) = delete;
 
@@ -110,8 +113,10 @@ class BlockCache {
   uint64_t BytesLocked() const;
 
   const uint64_t capacity_;
-  // Bytes of live Buffers; shared with them, as a Buffer may outlive the cache.
-  const std::shared_ptr<std::atomic<uint64_t>> live_;
+  // Bytes of live Buffers and the spare mappings; shared with the Buffers, which may outlive the
+  // cache.
+  struct Memory;
+  const std::shared_ptr<Memory> memory_;
   mutable std::mutex mu_;
   mutable std::condition_variable done_;
   std::unordered_map<std::string, std::shared_ptr<Slot>> map_;  // key: object + '\0' + start
@@ -121,8 +126,8 @@ class BlockCache {
   uint64_t peak_ = 0;
 };
 
-// Memory for one fetch: an anonymous mapping, unmapped (and uncounted) when the last reference
-// goes. Thread-safe to read once filled; the fetching thread alone writes it, before slicing.
+// Memory for one fetch: an anonymous mapping, uncounted when the last reference goes and then
+// unmapped or kept as a spare for the next Buffer of its size. Thread-safe to read once filled; the fetching thread alone writes it, before slicing.
 class BlockCache::Buffer {
  public:
   ~Buffer();
@@ -133,11 +138,12 @@ class BlockCache::Buffer {
 
  private:
   friend class BlockCache;
-  Buffer(uint8_t* data, size_t size, std::shared_ptr<std::atomic<uint64_t>> live)
-      : data_(data), size_(size), live_(std::move(live)) {}
+  Buffer(uint8_t* data, size_t size, size_t mapped, std::shared_ptr<Memory> memory)
+      : data_(data), size_(size), mapped_(mapped), memory_(std::move(memory)) {}
   uint8_t* data_;
   size_t size_;
-  std::shared_ptr<std::atomic<uint64_t>> live_;
+  size_t mapped_;  // the mapping's length (a reused spare may be longer than size_)
+  std::shared_ptr<Memory> memory_;
 };
 
 }  // namespace packfs

@@ -40,7 +40,10 @@ Result<std::shared_ptr<RemoteReader>> RemoteReader::Create(const RemoteReaderOpt
 }
 
 RemoteReader::RemoteReader(const RemoteReaderOptions& options)
-    : options_(options), memory_(CacheCapacity(options)) {
+    : options_(options),
+      // An eighth of the cache for reusable part mappings, at most 32 MiB (see BlockCache).
+      memory_(CacheCapacity(options),
+              std::min<uint64_t>(CacheCapacity(options) / 8, uint64_t{32} << 20)) {
   // Read-ahead never claims more than the memory cache can hold next to what readers use.
   options_.max_window = std::max(options_.block_size,
                                  std::min(options_.max_window, memory_.capacity() / 8));

@@ -15,7 +15,8 @@ constexpr size_t kBlock = 4096;
 
 // Claims blocks `first`..`first + n - 1` of "o", fetches them as one part filled with bytes
 // (block index * 7 + offset) % 251, and fulfills them with slices of it.
-void FetchPart(BlockCache& cache, uint64_t first, size_t n) {
+// `data`, when given, gets the part's buffer (to see which mapping it got).
+void FetchPart(BlockCache& cache, uint64_t first, size_t n, const uint8_t** data = nullptr) {
   std::vector<std::shared_ptr<BlockCache::Slot>> slots;
   for (size_t i = 0; i < n; ++i) {
     BlockCache::Lookup l = cache.Acquire("o", (first + i) * kBlock, kBlock);
@@ -24,6 +25,7 @@ void FetchPart(BlockCache& cache, uint64_t first, size_t n) {
   }
   auto buf = cache.Allocate(n * kBlock, slots);
   ASSERT_TRUE(buf.ok()) << buf.status().ToString();
+  if (data) *data = (*buf)->data();
   for (size_t i = 0; i < n * kBlock; ++i) {
     (*buf)->data()[i] = static_cast<uint8_t>(((first + i / kBlock) * 7 + i % kBlock) % 251);
   }
@@ -120,6 +122,39 @@ TEST(BlockCacheTest, ClaimsCountUntilCoveredAndFailedOnesLeaveNothing) {
   ASSERT_TRUE(hit);
   EXPECT_EQ((*hit)[kBlock - 1], 9);
   EXPECT_FALSE(hit.counted());
+}
+
+// Freed parts' mappings are reused by later parts that fit (fresh pages are dear to touch in
+// VMs), within the room the cache keeps for them: data plus spares stay within the capacity.
+TEST(BlockCacheTest, FreedPartsAreReusedWithinTheCapacity) {
+  BlockCache cache(8 * kBlock, 2 * kBlock);  // room for 6 blocks of data and 2 of spares
+  const uint8_t* a = nullptr;
+  const uint8_t* b = nullptr;
+  const uint8_t* d = nullptr;
+  FetchPart(cache, 0, 2, &a);
+  FetchPart(cache, 2, 2, &b);
+  FetchPart(cache, 4, 2);
+  EXPECT_EQ(cache.bytes(), 6 * kBlock);
+  // Part D's claims evict part A (the oldest), whose mapping becomes the spare D then gets.
+  FetchPart(cache, 6, 2, &d);
+  EXPECT_FALSE(cache.Contains("o", 0));
+  EXPECT_EQ(d, a);
+  ExpectBlock(cache.Acquire("o", 6 * kBlock, kBlock).hit, 6);
+  EXPECT_LE(cache.peak_bytes() + 2 * kBlock, 8 * kBlock);
+  // A one-block part evicts part B and gets its two-block mapping (it fits, at most twice its
+  // size), with its own bytes.
+  const uint8_t* e = nullptr;
+  FetchPart(cache, 20, 1, &e);
+  EXPECT_FALSE(cache.Contains("o", 2 * kBlock));
+  EXPECT_EQ(e, b);
+  ExpectBlock(cache.Acquire("o", 20 * kBlock, kBlock).hit, 20);
+  // A part bigger than any spare gets a new mapping.
+  const uint8_t* f = nullptr;
+  FetchPart(cache, 30, 3, &f);
+  EXPECT_NE(f, a);
+  EXPECT_NE(f, b);
+  ExpectBlock(cache.Acquire("o", 30 * kBlock, kBlock).hit, 30);
+  EXPECT_LE(cache.peak_bytes() + 2 * kBlock, 8 * kBlock);
 }
 
 }  // namespace
