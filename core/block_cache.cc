@@ -39,6 +39,37 @@ struct BlockCache::Memory {
 };
 
 namespace {
+
+constexpr size_t kHugePage = size_t{2} << 20;
+
+// A new populated mapping of at least `size` bytes (`size` becomes what was mapped), or
+// MAP_FAILED. Parts of 2 MiB and more are rounded up to whole 2 MiB pages and backed by
+// transparent huge pages where the kernel allows: populating 256 MiB that way took 0.08 s here
+// against 1.0-1.4 s in 4 KiB pages, and a sequential read's parts are that large.
+void* MapPart(size_t& size) {
+  if (size < kHugePage) {
+    return ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  }
+  size = (size + kHugePage - 1) / kHugePage * kHugePage;
+  // Over-map by one huge page, then trim to a 2 MiB aligned start.
+  void* raw = ::mmap(nullptr, size + kHugePage, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return MAP_FAILED;
+  const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
+  if (aligned > start) ::munmap(raw, aligned - start);
+  const size_t tail = kHugePage - (aligned - start);
+  if (tail > 0) ::munmap(reinterpret_cast<void*>(aligned + size), tail);
+  void* p = reinterpret_cast<void*>(aligned);
+  (void)::madvise(p, size, MADV_HUGEPAGE);  // only advice: without THP, 4 KiB pages
+  if (::madvise(p, size, MADV_POPULATE_WRITE) != 0) {
+    // Kernels before 5.14: one write per page instead.
+    for (size_t i = 0; i < size; i += 4096) static_cast<volatile uint8_t*>(p)[i] = 0;
+  }
+  return p;
+}
+
 std::string KeyOf(const std::string& object, uint64_t start) {
   std::string key = object;
   key.push_back('\0');
@@ -53,15 +84,26 @@ BlockCache::BlockCache(uint64_t capacity, uint64_t spare_bytes)
 BlockCache::Buffer::~Buffer() {
   // Uncount first: an eviction loop running right now sees the memory as gone.
   memory_->live -= mapped_;
-  {
+  // The newest spares are kept: the sizes just freed are the likeliest to be asked for next (a
+  // sequential read's parts), while the odd sizes of a window's growth would otherwise sit in
+  // the pool for good.
+  std::vector<std::pair<uint8_t*, size_t>> unmap;
+  if (mapped_ > memory_->spare_limit) {
+    unmap.emplace_back(data_, mapped_);
+  } else {
     std::lock_guard<std::mutex> lock(memory_->mu);
-    if (memory_->spare_bytes + mapped_ <= memory_->spare_limit) {
-      memory_->spares.emplace_back(data_, mapped_);
-      memory_->spare_bytes += mapped_;
-      return;
+    auto& spares = memory_->spares;
+    size_t drop = 0;
+    while (memory_->spare_bytes + mapped_ > memory_->spare_limit) {
+      unmap.push_back(spares[drop]);
+      memory_->spare_bytes -= spares[drop].second;
+      ++drop;
     }
+    spares.erase(spares.begin(), spares.begin() + static_cast<ptrdiff_t>(drop));
+    spares.emplace_back(data_, mapped_);
+    memory_->spare_bytes += mapped_;
   }
-  ::munmap(data_, mapped_);
+  for (const auto& [p, n] : unmap) ::munmap(p, n);
 }
 
 uint64_t BlockCache::BytesLocked() const { return reserved_ + memory_->live.load(); }
@@ -95,6 +137,22 @@ bool BlockCache::Contains(const std::string& object, uint64_t start) const {
   return map_.count(KeyOf(object, start)) != 0;
 }
 
+void BlockCache::Demote(const std::string& object, uint64_t start) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = map_.find(KeyOf(object, start));
+  if (it == map_.end() || !it->second->in_lru) return;
+  lru_.splice(lru_.end(), lru_, it->second->lru);
+}
+
+void BlockCache::Drop(const std::string& object, uint64_t start) {
+  std::shared_ptr<Slot> victim;  // released after the lock: it may free a part
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = map_.find(KeyOf(object, start));
+  if (it == map_.end() || !it->second->in_lru) return;
+  victim = it->second;
+  RemoveLocked(*victim);
+}
+
 Result<std::shared_ptr<BlockCache::Buffer>> BlockCache::Allocate(
     size_t size, const std::vector<std::shared_ptr<Slot>>& claims) {
   // Its own mapping, not malloc: freed parts go back to the system (but for a few spares, see
@@ -120,10 +178,7 @@ Result<std::shared_ptr<BlockCache::Buffer>> BlockCache::Allocate(
       spares.erase(spares.begin() + static_cast<ptrdiff_t>(best));
     }
   }
-  if (p == MAP_FAILED) {
-    p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
-               -1, 0);
-  }
+  if (p == MAP_FAILED) p = MapPart(mapped);
   if (p == MAP_FAILED) {
     return Status::IOError("cannot map " + std::to_string(size) +
                            " bytes for a remote read (out of memory)", ENOMEM);
@@ -206,17 +261,26 @@ uint64_t BlockCache::pending_bytes() const {
   return pending_;
 }
 
+void BlockCache::RemoveLocked(Slot& slot) {
+  lru_.erase(slot.lru);
+  slot.in_lru = false;
+  reserved_ -= slot.adopted;
+  slot.adopted = 0;
+  map_.erase(slot.key);
+  slot.in_map = false;
+}
+
+uint64_t BlockCache::spare_bytes() const {
+  std::lock_guard<std::mutex> lock(memory_->mu);
+  return memory_->spare_bytes;
+}
+
 void BlockCache::EvictLocked() {
   // Evicting a slice of a part other slices still hold frees nothing yet; the loop goes on to
   // the next oldest, usually that part's next block, so parts leave the cache whole.
   while (BytesLocked() + memory_->spare_limit > capacity_ && !lru_.empty()) {
     std::shared_ptr<Slot> victim = lru_.back();
-    lru_.pop_back();
-    victim->in_lru = false;
-    reserved_ -= victim->adopted;
-    victim->adopted = 0;
-    map_.erase(victim->key);
-    victim->in_map = false;
+    RemoveLocked(*victim);
     // Waiters that already hold the slot still get its bytes; otherwise they go with `victim`
     // (and a part's Buffer with its last slice, which uncounts it).
   }

@@ -84,6 +84,11 @@ class BlockCache {
   Lookup Acquire(const std::string& object, uint64_t start, size_t size);
   // True when the key is cached or claimed (no claim is made, the LRU order is untouched).
   bool Contains(const std::string& object, uint64_t start) const;
+  // Makes a cached extent the next to be evicted. No effect on a claim or an unknown key.
+  void Demote(const std::string& object, uint64_t start);
+  // Removes a cached extent now (a sequential reader is done with it; readers holding its bytes
+  // keep them). No effect on a claim or an unknown key.
+  void Drop(const std::string& object, uint64_t start);
   // A writable buffer of `size` bytes (uninitialised) for the fetch of `claims` (slots this
   // caller owns, whose bytes the buffer will hold): from now on the buffer counts toward
   // bytes() instead of the claims' reservations, until its last slice is dropped. Evicts to make
@@ -107,9 +112,13 @@ class BlockCache {
   uint64_t peak_bytes() const;
   // Bytes of claims not yet completed (their fetch may already have a Buffer).
   uint64_t pending_bytes() const;
+  // Bytes of freed part mappings kept for reuse (within the spare room given at construction).
+  uint64_t spare_bytes() const;
 
  private:
   void EvictLocked();
+  // Takes a completed slot out of the map and the LRU (its bytes live on with their holders).
+  void RemoveLocked(Slot& slot);
   uint64_t BytesLocked() const;
 
   const uint64_t capacity_;

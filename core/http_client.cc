@@ -121,6 +121,10 @@ struct HttpClient::Request {
   std::string url;
   uint64_t offset = 0;
   std::span<uint8_t> buf;       // kRange destination
+  // kRange: leading bytes of buf final from earlier attempts (each attempt asks for the rest),
+  // and who hears of final bytes (see GetRange).
+  size_t base = 0;
+  const std::function<void(size_t)>* progress = nullptr;
   size_t max_bytes = 0;         // kWhole limit
   std::string_view expected_etag;
   std::string_view body;           // kPut payload
@@ -140,6 +144,7 @@ struct HttpClient::Request {
   bool ignored_range = false;
   bool overflow = false;
   bool not_modified = false;  // a conditional kWhole answered 304
+  bool final_bytes = false;   // kRange: this attempt's answer checked, its bytes are final
 
   void ResetAttempt() {
     status = 0;
@@ -156,6 +161,20 @@ struct HttpClient::Request {
     ignored_range = false;
     overflow = false;
     not_modified = false;
+    final_bytes = false;
+  }
+
+  // Whether a 206 answer is for this attempt's range and object version, from its headers (all
+  // in before the first body byte): only then are its bytes final as they arrive.
+  bool AnswerMatches() const {
+    uint64_t start = 0;
+    std::string_view cr = content_range;
+    size_t dash = cr.find('-');
+    if (cr.rfind("bytes ", 0) != 0 || dash == std::string_view::npos ||
+        !ParseU64(cr.substr(6, dash - 6), &start) || start != offset + base) {
+      return false;
+    }
+    return expected_etag.empty() || etag.empty() || etag == expected_etag;
   }
 
   std::string What() const {
@@ -214,11 +233,13 @@ struct HttpClient::Request {
         r->ignored_range = true;
         return CURL_WRITEFUNC_ERROR;  // stop the whole-object download right here
       }
-      if (len > r->buf.size() - r->received) {
+      if (len > r->buf.size() - r->base - r->received) {
         r->overflow = true;
         return CURL_WRITEFUNC_ERROR;
       }
-      std::memcpy(r->buf.data() + r->received, data, len);
+      if (r->received == 0) r->final_bytes = r->AnswerMatches();
+      std::memcpy(r->buf.data() + r->base + r->received, data, len);
+      if (r->final_bytes && r->progress != nullptr) (*r->progress)(r->base + r->received + len);
     } else if (r->kind == Kind::kWhole) {
       if (len > r->max_bytes - r->whole.size()) {
         r->overflow = true;
@@ -343,9 +364,14 @@ Status HttpClient::Perform(Request& req) const {
     if (req.kind == Request::Kind::kHead) curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
     std::string range;
     if (req.kind == Request::Kind::kRange) {
-      range = std::to_string(req.offset) + "-" + std::to_string(req.offset + req.buf.size() - 1);
+      range = std::to_string(req.offset + req.base) + "-" +
+              std::to_string(req.offset + req.buf.size() - 1);
       curl_easy_setopt(h, CURLOPT_RANGE, range.c_str());
     }
+    // 128 KiB receive buffer (libcurl's default is 16 KiB): an eighth of the recv calls and
+    // write callbacks for large ranges; the sequential read of a 256 MiB member used 20% less
+    // daemon CPU with it.
+    curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 128L << 10);
     struct curl_slist* headers = nullptr;
     std::string token_header, inm_header, ims_header, payload_header;
     if (req.kind == Request::Kind::kPut) {
@@ -424,7 +450,7 @@ Status HttpClient::Perform(Request& req) const {
                     slash != std::string_view::npos && dash < slash &&
                     ParseU64(cr.substr(6, dash - 6), &start) &&
                     ParseU64(cr.substr(dash + 1, slash - dash - 1), &end) && end >= start;
-      if (!parsed || start != req.offset || end - start >= req.buf.size()) {
+      if (!parsed || start != req.offset + req.base || end - start >= req.buf.size() - req.base) {
         return Status::Corruption(what + ": bad Content-Range '" + req.content_range + "'");
       }
       uint64_t expected = end - start + 1;
@@ -448,6 +474,9 @@ Status HttpClient::Perform(Request& req) const {
     }
     if (!result.retry) return result.status;
     last = result.status;
+    // Bytes of a checked answer are final even when its body broke off: the next attempt asks
+    // for the rest only (and so never rewrites bytes a progress callback handed out).
+    if (req.kind == Request::Kind::kRange && req.final_bytes) req.base += req.received;
     if (attempt >= options_.max_attempts) {
       return last.WithPrefix("gave up after " + std::to_string(attempt) + " attempts");
     }
@@ -479,7 +508,8 @@ Result<HttpObjectInfo> HttpClient::Head(const std::string& url) const {
 }
 
 Result<size_t> HttpClient::GetRange(const std::string& url, uint64_t offset, std::span<uint8_t> buf,
-                                    std::string_view expected_etag) const {
+                                    std::string_view expected_etag,
+                                    const std::function<void(size_t)>& progress) const {
   if (buf.empty()) return size_t{0};
   if (offset > UINT64_MAX - buf.size()) {
     return Status::InvalidArgument("GET " + url + ": range past 2^64");
@@ -490,8 +520,9 @@ Result<size_t> HttpClient::GetRange(const std::string& url, uint64_t offset, std
   req.offset = offset;
   req.buf = buf;
   req.expected_etag = expected_etag;
+  if (progress) req.progress = &progress;
   PACKFS_RETURN_IF_ERROR(Perform(req));
-  return req.received;
+  return req.base + req.received;
 }
 
 Result<std::string> HttpClient::GetAll(const std::string& url, size_t max_bytes) const {

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -82,8 +83,14 @@ class HttpClient {
   // A 200 answer (the server ignored Range) is refused with NotSupported: a whole-object download
   // per read would be ruinous. When expected_etag is non-empty and the answer carries another
   // ETag, fails with Stale (the object changed).
+  //
+  // `progress`, when given, is called on the calling thread as the body arrives with how many
+  // leading bytes of buf are final: the answer was a 206 for this range with the expected ETag.
+  // The counts only grow, and no later attempt writes those bytes again (a retry asks for the
+  // rest only), so a caller may hand them out while the transfer goes on.
   Result<size_t> GetRange(const std::string& url, uint64_t offset, std::span<uint8_t> buf,
-                          std::string_view expected_etag = {}) const;
+                          std::string_view expected_etag = {},
+                          const std::function<void(size_t)>& progress = nullptr) const;
 
   // GET the whole of `url` (listings, catalogs); fails with InvalidArgument when the body exceeds
   // max_bytes.

@@ -41,12 +41,15 @@ Result<std::shared_ptr<RemoteReader>> RemoteReader::Create(const RemoteReaderOpt
 
 RemoteReader::RemoteReader(const RemoteReaderOptions& options)
     : options_(options),
-      // An eighth of the cache for reusable part mappings, at most 32 MiB (see BlockCache).
+      // An eighth of the cache for reusable part mappings, at most 32 MiB (see BlockCache): a
+      // sequential read's parts are an eighth of its window, so a few of them fit.
       memory_(CacheCapacity(options),
               std::min<uint64_t>(CacheCapacity(options) / 8, uint64_t{32} << 20)) {
-  // Read-ahead never claims more than the memory cache can hold next to what readers use.
+  // Read-ahead claims at most half the memory cache, shared by the sequential readers of the
+  // moment (see Window): with drop-behind (see Read) a reader holds about its window, and the
+  // rest stays for other readers and the spares.
   options_.max_window = std::max(options_.block_size,
-                                 std::min(options_.max_window, memory_.capacity() / 8));
+                                 std::min(options_.max_window, memory_.capacity() / 2));
   options_.min_window = std::min(options_.min_window, options_.max_window);
   options_.max_part = std::max(options_.block_size, std::min(options_.max_part,
                                                              options_.max_window));
@@ -153,25 +156,35 @@ Status RemoteReader::FetchBlocks(const RangeFetcher& object, const std::vector<C
     for (size_t k = i; k < j; ++k) slots.push_back(missing[k].slot);
     Result<std::shared_ptr<BlockCache::Buffer>> buf = memory_.Allocate(end - start, slots);
     Status st = buf.status();
+    // Blocks are handed out as their bytes arrive, in order: a reader waiting at the front of a
+    // run of read-ahead gets it a round trip plus one block after the request, not the whole run.
+    size_t next = i;
+    std::vector<Bytes> done;
+    auto hand_out = [&](size_t ready) {
+      for (; next < j; ++next) {
+        const uint64_t off = missing[next].block * bs - start;
+        const uint64_t len = block_len(missing[next].block);
+        if (off + len > ready) break;
+        Bytes bytes = BlockCache::Slice(*buf, off, len);
+        done.push_back(bytes);
+        memory_.Fulfill(missing[next].slot, std::move(bytes));
+      }
+    };
     if (st.ok()) {
       ++requests_;
-      st = object.Fetch(start, std::span<uint8_t>((*buf)->data(), end - start));
+      st = object.Fetch(start, std::span<uint8_t>((*buf)->data(), end - start), hand_out);
     }
     if (st.ok()) {
       bytes_fetched_ += end - start;
       if (prefetch) prefetched_bytes_ += end - start;
+      hand_out(end - start);
     }
-    for (size_t k = i; k < j; ++k) {
-      if (!st.ok()) {
-        memory_.Fail(missing[k].slot, st);
-        continue;
+    for (; next < j; ++next) memory_.Fail(missing[next].slot, st);
+    if (disk_ && object.persistent()) {
+      for (const Bytes& bytes : done) {
+        disk_->Put(object.cache_key(), start + static_cast<uint64_t>(bytes->data() - (*buf)->data()),
+                   *bytes);
       }
-      const uint64_t off = missing[k].block * bs - start;
-      Bytes bytes = BlockCache::Slice(*buf, off, block_len(missing[k].block));
-      if (disk_ && object.persistent()) {
-        disk_->Put(object.cache_key(), missing[k].block * bs, *bytes);
-      }
-      memory_.Fulfill(missing[k].slot, std::move(bytes));
     }
     if (!st.ok() && first_error.ok()) first_error = st;
     i = j;
@@ -179,10 +192,29 @@ Status RemoteReader::FetchBlocks(const RangeFetcher& object, const std::vector<C
   return first_error;
 }
 
-uint64_t RemoteReader::Window(const std::string& key, uint64_t begin, uint64_t offset, size_t n) {
+uint64_t RemoteReader::Slack() const {
   // FUSE workers deliver a sequential reader's 128 KiB pieces slightly out of order: a read
-  // within `slack` of where the last ended still continues the stream.
-  const uint64_t slack = std::max<uint64_t>(uint64_t{1} << 20, 4 * options_.block_size);
+  // within this distance of where the last ended still continues the stream.
+  return std::max<uint64_t>(uint64_t{1} << 20, 4 * options_.block_size);
+}
+
+uint64_t RemoteReader::DropDistance() const {
+  // Reads of one sequential reader arrive out of order by a few 128 KiB pieces at most (dd and
+  // the bench's 1 MiB reads: no block fetched twice over 256 MiB).
+  const uint64_t bs = options_.block_size;
+  return std::max<uint64_t>(2, ((512 << 10) + bs - 1) / bs) * bs;
+}
+
+uint64_t RemoteReader::WindowCapLocked(uint64_t streams) const {
+  // Each sequential reader holds its window ahead and DropDistance() behind; together they
+  // stay within the read-ahead budget (windows that outgrow it would evict each other's
+  // read-ahead before it is read, and fetch it again).
+  const uint64_t share = options_.max_window / std::max<uint64_t>(1, streams);
+  return std::max(options_.block_size, share > DropDistance() ? share - DropDistance() : 0);
+}
+
+uint64_t RemoteReader::Window(const std::string& key, uint64_t begin, uint64_t offset, size_t n) {
+  const uint64_t slack = Slack();
   std::string skey = key;
   skey += '\n';
   skey += std::to_string(begin);
@@ -198,16 +230,30 @@ uint64_t RemoteReader::Window(const std::string& key, uint64_t begin, uint64_t o
     }
     Stream s;
     // A first read at the member's start is taken as the start of a sequential read.
-    s.window = offset - begin <= 2 * options_.block_size ? options_.min_window : 0;
+    s.window = offset - begin <= 2 * options_.block_size
+                   ? std::min(options_.min_window, WindowCapLocked(active_streams_ + 1))
+                   : 0;
     s.next = offset + n;
     s.last_use = ++stream_clock_;
+    s.last_time = std::chrono::steady_clock::now();
     streams_.emplace(std::move(skey), s);
+    counted_at_ = {};  // recount the active streams at the next read
     return s.window;
   }
   Stream& s = it->second;
   s.last_use = ++stream_clock_;
+  const auto now = std::chrono::steady_clock::now();
+  s.last_time = now;
+  if (now - counted_at_ > std::chrono::milliseconds(100)) {
+    counted_at_ = now;
+    active_streams_ = 0;
+    for (const auto& [k, st] : streams_) {
+      active_streams_ += st.window > 0 && now - st.last_time < std::chrono::seconds(1);
+    }
+  }
+  const uint64_t cap = WindowCapLocked(active_streams_);
   if (offset + slack >= s.next && offset <= s.next + slack) {
-    s.window = s.window == 0 ? options_.min_window : std::min(2 * s.window, options_.max_window);
+    s.window = s.window == 0 ? std::min(options_.min_window, cap) : std::min(2 * s.window, cap);
     s.next = std::max(s.next, offset + n);
   } else {
     s.window = 0;
@@ -302,6 +348,21 @@ Result<size_t> RemoteReader::Read(const std::shared_ptr<const RangeFetcher>& obj
     }
     std::memcpy(buf.data() + done, bytes->data() + from, len);
     done += len;
+    // A sequential reader is done with a block whose end it read (but for reads arriving out
+    // of order): it goes first when room is needed, before read-ahead not yet read.
+    if (window > 0 && from + len == bytes->size()) memory_.Demote(key, block_start);
+  }
+  // Drop-behind: a sequential reader does not come back for blocks it has passed by more than
+  // DropDistance() (re-reads come from the kernel's page cache). Dropping them returns their
+  // parts to the spares at once, so read-ahead reuses warm memory instead of mapping new pages
+  // (dear here, see BlockCache). The blocks dropped are the ones this read's advance (up to its
+  // own length, and a little more for reads out of order) left behind that distance.
+  if (window > 0) {
+    const uint64_t behind = DropDistance() / bs;
+    const uint64_t span = behind + (b1 - b0 + 1);
+    const uint64_t hi = b0 > behind ? b0 - behind : 0;
+    const uint64_t lo = std::max(member_begin / bs, hi > span ? hi - span : 0);
+    for (uint64_t b = lo; b < hi; ++b) memory_.Drop(key, b * bs);
   }
   return n;
 }

@@ -22,7 +22,9 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -49,8 +51,10 @@ class RangeFetcher {
   virtual bool persistent() const = 0;
   virtual uint64_t size() const = 0;
   // Exactly buf.size() bytes at offset (offset + buf.size() <= size()), or an error naming the
-  // URL and the HTTP status.
-  virtual Status Fetch(uint64_t offset, std::span<uint8_t> buf) const = 0;
+  // URL and the HTTP status. `progress` (optional) hears how many leading bytes of buf are final
+  // while the transfer goes on (see HttpClient::GetRange).
+  virtual Status Fetch(uint64_t offset, std::span<uint8_t> buf,
+                       const std::function<void(size_t)>& progress = nullptr) const = 0;
 };
 
 struct RemoteReaderOptions {
@@ -125,6 +129,12 @@ class RemoteReader {
   // every claim is fulfilled or failed.
   Status FetchBlocks(const RangeFetcher& object, const std::vector<Claim>& claims,
                      bool prefetch);
+  // How far out of order a sequential reader's reads may arrive (see Window).
+  uint64_t Slack() const;
+  // How far behind a sequential reader its blocks are dropped (see Read).
+  uint64_t DropDistance() const;
+  // The largest window of one of `streams` sequential readers (streams_mu_ held).
+  uint64_t WindowCapLocked(uint64_t streams) const;
   // The read-ahead window for a read of member `begin` at [offset, offset + n), updating the
   // member's sequential state; 0 for a random read.
   uint64_t Window(const std::string& key, uint64_t begin, uint64_t offset, size_t n);
@@ -143,10 +153,15 @@ class RemoteReader {
     uint64_t next = 0;
     uint64_t window = 0;
     uint64_t last_use = 0;
+    std::chrono::steady_clock::time_point last_time;
   };
   std::mutex streams_mu_;
   std::unordered_map<std::string, Stream> streams_;
   uint64_t stream_clock_ = 0;
+  // Sequential streams read within the last second, recounted every 100 ms: they share the
+  // read-ahead budget (half the memory cache).
+  uint64_t active_streams_ = 1;
+  std::chrono::steady_clock::time_point counted_at_;
 
   std::mutex jobs_mu_;
   std::condition_variable jobs_cv_;

@@ -19,8 +19,9 @@ class RemoteShardSource::Object final : public RangeFetcher {
   const std::string& cache_key() const override { return key_; }
   bool persistent() const override { return !etag_.empty(); }
   uint64_t size() const override { return size_; }
-  Status Fetch(uint64_t offset, std::span<uint8_t> buf) const override {
-    auto got = client_->GetRange(url_, offset, buf, etag_);
+  Status Fetch(uint64_t offset, std::span<uint8_t> buf,
+               const std::function<void(size_t)>& progress = nullptr) const override {
+    auto got = client_->GetRange(url_, offset, buf, etag_, progress);
     if (!got.ok()) return got.status().WithPrefix(name_);
     if (*got != buf.size()) {
       return Status::Corruption(name_ + ": " + url_ + " now ends before byte " +

@@ -1,7 +1,7 @@
 // BlockCache accounting by buffer: blocks sliced from one part share its memory and are
 // byte-exact; evicting some of a part's blocks keeps the part counted until its last block (or a
 // reader's copy) is gone; claims count until a buffer covers them; failed claims and adopted
-// vectors leave nothing behind.
+// vectors leave nothing behind; dropped and demoted extents, spare mappings, huge-page parts.
 #include "core/block_cache.h"
 
 #include <gtest/gtest.h>
@@ -155,6 +155,80 @@ TEST(BlockCacheTest, FreedPartsAreReusedWithinTheCapacity) {
   EXPECT_NE(f, b);
   ExpectBlock(cache.Acquire("o", 30 * kBlock, kBlock).hit, 30);
   EXPECT_LE(cache.peak_bytes() + 2 * kBlock, 8 * kBlock);
+}
+
+// What a sequential reader has passed is dropped at once (its part's mapping becomes a spare as
+// soon as no reader holds it) or demoted to be evicted first; neither touches a claim.
+TEST(BlockCacheTest, DroppedExtentsGoNowAndDemotedOnesGoFirst) {
+  BlockCache cache(16 * kBlock, 4 * kBlock);
+  const uint8_t* a = nullptr;
+  FetchPart(cache, 0, 2, &a);
+  FetchPart(cache, 2, 2);
+  BlockCache::Bytes held = cache.Acquire("o", 0, kBlock).hit;
+  cache.Drop("o", 0);
+  cache.Drop("o", kBlock);
+  EXPECT_FALSE(cache.Contains("o", 0));
+  EXPECT_FALSE(cache.Contains("o", kBlock));
+  EXPECT_TRUE(cache.Contains("o", 2 * kBlock));
+  EXPECT_EQ(cache.bytes(), 4 * kBlock);  // the reader's hold keeps part A counted
+  EXPECT_EQ(cache.spare_bytes(), 0u);
+  ExpectBlock(held, 0);
+  held = nullptr;
+  EXPECT_EQ(cache.bytes(), 2 * kBlock);
+  EXPECT_EQ(cache.spare_bytes(), 2 * kBlock);
+  const uint8_t* c = nullptr;
+  FetchPart(cache, 8, 2, &c);  // same size: gets part A's mapping
+  EXPECT_EQ(c, a);
+  EXPECT_EQ(cache.spare_bytes(), 0u);
+  ExpectBlock(cache.Acquire("o", 8 * kBlock, kBlock).hit, 8);
+  // A dropped key is a miss again; dropping or demoting a claim in flight does nothing.
+  BlockCache::Lookup claim = cache.Acquire("o", 0, kBlock);
+  ASSERT_TRUE(claim.owner);
+  cache.Drop("o", 0);
+  cache.Demote("o", 0);
+  EXPECT_TRUE(cache.Contains("o", 0));
+  cache.Fail(claim.slot, Status::IOError("test"));
+
+  // Demote: with room for 4 one-block extents (LRU oldest first: 20, 21, 22, 23), demoting 23
+  // makes it the one a new claim evicts.
+  BlockCache small(4 * kBlock);
+  for (uint64_t b = 20; b < 24; ++b) FetchPart(small, b, 1);
+  small.Demote("o", 23 * kBlock);
+  BlockCache::Lookup d = small.Acquire("o", 24 * kBlock, kBlock);
+  ASSERT_TRUE(d.owner);
+  EXPECT_FALSE(small.Contains("o", 23 * kBlock));
+  for (uint64_t b = 20; b < 23; ++b) EXPECT_TRUE(small.Contains("o", b * kBlock)) << b;
+  small.Fail(d.slot, Status::IOError("test"));
+}
+
+// The spare room keeps the most recently freed mappings (the sizes a running sequential read
+// asks for next), giving up older ones to make room.
+TEST(BlockCacheTest, SparesKeepTheNewestMappings) {
+  BlockCache cache(16 * kBlock, 2 * kBlock);
+  FetchPart(cache, 0, 1);
+  FetchPart(cache, 1, 2);
+  cache.Drop("o", 0);
+  EXPECT_EQ(cache.spare_bytes(), kBlock);
+  cache.Drop("o", 1 * kBlock);
+  cache.Drop("o", 2 * kBlock);
+  EXPECT_EQ(cache.spare_bytes(), 2 * kBlock);  // the two-block mapping, not the older one
+  const uint8_t* c = nullptr;
+  FetchPart(cache, 10, 2, &c);
+  EXPECT_EQ(cache.spare_bytes(), 0u);
+  ExpectBlock(cache.Acquire("o", 11 * kBlock, kBlock).hit, 11);
+}
+
+// Parts of 2 MiB and more are whole, aligned 2 MiB pages (for transparent huge pages), and the
+// rounding counts toward the bound.
+TEST(BlockCacheTest, LargePartsAreWholeAlignedHugePages) {
+  constexpr uint64_t kHuge = 2 << 20;
+  BlockCache cache(64 << 20);
+  const uint8_t* data = nullptr;
+  FetchPart(cache, 0, kHuge / kBlock + 1, &data);  // 2 MiB + 4 KiB
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(data) % kHuge, 0u);
+  EXPECT_EQ(cache.bytes(), 2 * kHuge);
+  ExpectBlock(cache.Acquire("o", 0, kBlock).hit, 0);
+  ExpectBlock(cache.Acquire("o", kHuge, kBlock).hit, kHuge / kBlock);
 }
 
 }  // namespace

@@ -380,6 +380,35 @@ TEST_F(FaultTest, RetriesADroppedBody) {
   EXPECT_EQ(client->stats().retries, 1u);  // the HEAD used up one of the two drops
 }
 
+// Progress reports only final bytes: they grow, and when the body breaks off the retry asks
+// for the rest only, so bytes already reported are never written again.
+TEST_F(FaultTest, ProgressGrowsAndADroppedBodyResumesWhereItBroke) {
+  auto client = Client();
+  std::vector<uint8_t> buf(200000);
+  std::vector<size_t> seen;
+  auto n = client->GetRange(Url("/drop/1/data.bin"), 5000, buf, {},
+                            [&](size_t ready) { seen.push_back(ready); });
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  ASSERT_EQ(*n, buf.size());
+  EXPECT_EQ(0, std::memcmp(buf.data(), data_->data() + 5000, buf.size()));
+  EXPECT_EQ(client->stats().retries, 1u);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back(), buf.size());
+  for (size_t i = 1; i < seen.size(); ++i) EXPECT_GT(seen[i], seen[i - 1]) << i;
+  // The first attempt (cut at half) reported its bytes before it broke.
+  EXPECT_LE(seen.front(), buf.size() / 2);
+}
+
+TEST_F(FaultTest, ProgressIsNeverReportedForAnotherVersionOfTheObject) {
+  std::vector<uint8_t> buf(1000);
+  size_t calls = 0;
+  auto n = Client()->GetRange(Url("/data.bin"), 0, buf, "\"not-the-etag\"",
+                              [&](size_t) { ++calls; });
+  ASSERT_FALSE(n.ok());
+  EXPECT_EQ(n.status().code(), Code::kStale) << n.status().ToString();
+  EXPECT_EQ(calls, 0u);
+}
+
 TEST_F(FaultTest, ServerIgnoringRangeIsRefused) {
   auto src = RemoteShardSource::Open(Client(), Url("/norange/data.bin"), "media/pack-0000.zip");
   ASSERT_TRUE(src.ok()) << src.status().ToString();
