@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/shard_source.h"
@@ -51,9 +52,32 @@ class InputStream {
   uint64_t done_ = 0;
 };
 
+// Allocator whose value-less construct leaves bytes uninitialised: resizing a buffer that a
+// read(2) is about to fill skips the zero fill (8% of `mkpack pack`'s CPU on small files).
+template <typename T>
+struct NoInitAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = NoInitAllocator<U>;
+  };
+  NoInitAllocator() = default;
+  template <typename U>
+  NoInitAllocator(const NoInitAllocator<U>&) noexcept {}
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+// An input's bytes on their way into a shard.
+using InputBuffer = std::vector<uint8_t, NoInitAllocator<uint8_t>>;
+
 // Reads all of `in` into *out (resized to in.size) and its CRC-32 into *crc. One open and, for a
 // small whole file, one read(2) of size + 1 bytes that also proves the file did not grow.
-Status ReadInput(const PackInput& in, std::vector<uint8_t>* out, uint32_t* crc);
+Status ReadInput(const PackInput& in, InputBuffer* out, uint32_t* crc);
 
 // "<path> changed while being packed ..." — the one message for size mismatches.
 Status InputChanged(const PackInput& in, uint64_t got);
@@ -66,7 +90,7 @@ class Prefetcher {
   struct Item {
     Status status;
     bool prefetched = false;  // false: too large, the consumer streams it
-    std::vector<uint8_t> data;
+    InputBuffer data;
     uint32_t crc = 0;
   };
 
@@ -81,7 +105,7 @@ class Prefetcher {
   // The item at position `seq` of the order (each position exactly once, increasing).
   Item Take(size_t seq);
   // Hands a used data buffer back for reuse (saves an allocation and page faults per input).
-  void Recycle(std::vector<uint8_t> buf);
+  void Recycle(InputBuffer buf);
 
  private:
   void Worker();
@@ -97,7 +121,8 @@ class Prefetcher {
   std::condition_variable ready_cv_;  // the consumer waits for its item
   std::vector<Item> items_;
   std::vector<uint8_t> ready_;        // per position: 1 when items_[pos] is filled
-  std::vector<std::vector<uint8_t>> free_bufs_;
+  std::vector<InputBuffer> free_bufs_;
+  uint64_t free_bytes_ = 0;  // their capacity
   size_t next_claim_ = 0;
   size_t consumed_ = 0;
   uint64_t bytes_ahead_ = 0;

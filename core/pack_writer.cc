@@ -223,7 +223,7 @@ namespace {
 // Writes one shard's members through `w`. Reads come from the prefetcher when there is one.
 Status WriteMembers(ZipWriter& w, const std::vector<PackInput>& inputs, const PlannedShard& ps,
                     const PackOptions& opts, Prefetcher* pre, size_t* seq,
-                    std::vector<uint8_t>* buf, WriteProgress* prog, const ProgressFn& progress) {
+                    InputBuffer* buf, WriteProgress* prog, const ProgressFn& progress) {
   for (size_t i : ps.members) {
     const PackInput& in = inputs[i];
     ZipMemberSpec spec = MemberSpec(in, opts);
@@ -275,7 +275,7 @@ Status WriteShards(const std::string& dir, const std::vector<PackInput>& inputs,
                                        kPrefetchWindow);
   }
   size_t seq = 0;
-  std::vector<uint8_t> buf;
+  InputBuffer buf;
   WriteProgress prog;
   for (const PlannedShard& ps : plan.shards) {
     std::string final_path = dir + "/" + ps.name;

@@ -7,7 +7,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <new>
 
 #include <xxhash.h>
 
@@ -24,6 +27,10 @@ constexpr uint32_t kPadMin = 6;                // tag, length, u16 alignment
 // Kick writeback every this many bytes so the final fsync has little left to do and dirty pages
 // do not pile up (a 4 GiB shard would otherwise all be flushed at Finish).
 constexpr uint64_t kWritebackChunk = 32ull << 20;
+// Direct I/O alignment of buffer address, file offset and length (4 KiB covers the logical block
+// size of the disks in use; a device wanting more makes the write fail with EINVAL, and the
+// writer falls back to the page cache).
+constexpr size_t kDirectAlign = 4096;
 
 bool IsAscii(std::string_view s) {
   for (char c : s) {
@@ -102,19 +109,31 @@ uint64_t ZipLayout::EndRecordsSize(uint64_t entries, uint64_t cd_offset, uint64_
 
 Result<std::unique_ptr<ZipWriter>> ZipWriter::Create(const std::string& path,
                                                      std::string display_name,
-                                                     size_t buffer_bytes) {
+                                                     size_t buffer_bytes, bool direct) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
   if (!fd.valid()) {
     int e = errno;
     return Status::IOError("cannot create shard " + display_name + ": " + ErrnoText(e), e);
   }
-  return std::unique_ptr<ZipWriter>(
-      new ZipWriter(std::move(fd), std::move(display_name), std::max<size_t>(buffer_bytes, 4096)));
+  // Direct I/O where the file system takes it (set after creating: a refused O_DIRECT open
+  // would already have created the file). Otherwise writes go through the page cache.
+  if (direct) {
+    const int flags = ::fcntl(fd.get(), F_GETFL);
+    direct = flags >= 0 && ::fcntl(fd.get(), F_SETFL, flags | O_DIRECT) == 0;
+  }
+  return std::unique_ptr<ZipWriter>(new ZipWriter(std::move(fd), std::move(display_name),
+                                                  buffer_bytes, direct));
 }
 
-ZipWriter::ZipWriter(UniqueFd fd, std::string name, size_t buffer_bytes)
-    : fd_(std::move(fd)), name_(std::move(name)), buffer_cap_(buffer_bytes) {
-  buf_.reserve(buffer_cap_);
+ZipWriter::ZipWriter(UniqueFd fd, std::string name, size_t buffer_bytes, bool direct)
+    : fd_(std::move(fd)),
+      name_(std::move(name)),
+      buffer_cap_((std::max<size_t>(buffer_bytes, kDirectAlign) + kDirectAlign - 1) /
+                  kDirectAlign * kDirectAlign),
+      direct_(direct) {
+  void* p = nullptr;
+  if (::posix_memalign(&p, kDirectAlign, buffer_cap_) != 0) throw std::bad_alloc();
+  buf_.reset(static_cast<uint8_t*>(p));
 }
 
 ZipWriter::~ZipWriter() = default;
@@ -129,13 +148,14 @@ Status ZipWriter::WriteFd(const uint8_t* p, size_t n) {
     ssize_t k = ::write(fd_.get(), p, n);
     if (k < 0) {
       if (errno == EINTR) continue;
+      if (errno == EINVAL && direct_ && SetDirect(false)) continue;  // alignment refused
       return IoError("writing", errno);
     }
     p += k;
     n -= static_cast<size_t>(k);
     file_pos_ += static_cast<uint64_t>(k);
   }
-  if (file_pos_ - synced_to_ >= kWritebackChunk) {
+  if (!direct_ && file_pos_ - synced_to_ >= kWritebackChunk) {
     // Best effort: only starts writeback; errors surface at fsync.
     (void)::sync_file_range(fd_.get(), static_cast<off_t>(synced_to_),
                             static_cast<off_t>(file_pos_ - synced_to_), SYNC_FILE_RANGE_WRITE);
@@ -144,36 +164,72 @@ Status ZipWriter::WriteFd(const uint8_t* p, size_t n) {
   return Status::OK();
 }
 
-Status ZipWriter::Flush() {
-  if (buf_.empty()) return Status::OK();
-  Status st = WriteFd(buf_.data(), buf_.size());
-  buf_.clear();
-  return st;
+bool ZipWriter::SetDirect(bool on) {
+  const int flags = ::fcntl(fd_.get(), F_GETFL);
+  if (flags < 0) return false;
+  if (::fcntl(fd_.get(), F_SETFL, on ? flags | O_DIRECT : flags & ~O_DIRECT) != 0) return false;
+  direct_ = on;
+  return true;
+}
+
+Status ZipWriter::Flush(bool last) {
+  if (buf_len_ == 0) return Status::OK();
+  size_t n = buf_len_;
+  if (direct_) {
+    // Whole blocks only; the last flush pads its final block with zeros, cut off by Finish.
+    n = last ? (buf_len_ + kDirectAlign - 1) / kDirectAlign * kDirectAlign
+             : buf_len_ / kDirectAlign * kDirectAlign;
+    if (n == 0) return Status::OK();
+    if (n > buf_len_) std::memset(buf_.get() + buf_len_, 0, n - buf_len_);
+  }
+  PACKFS_RETURN_IF_ERROR(WriteFd(buf_.get(), n));
+  const size_t kept = n < buf_len_ ? buf_len_ - n : 0;
+  if (kept > 0) std::memmove(buf_.get(), buf_.get() + n, kept);
+  buf_len_ = kept;
+  return Status::OK();
 }
 
 Status ZipWriter::Write(std::span<const uint8_t> data) {
-  if (buf_.size() + data.size() > buffer_cap_) {
-    PACKFS_RETURN_IF_ERROR(Flush());
+  // Buffered: a write bigger than the batch goes out as it is. Direct: everything goes through
+  // the (aligned) batch buffer in whole blocks.
+  if (!direct_ && buf_len_ + data.size() > buffer_cap_) {
+    PACKFS_RETURN_IF_ERROR(Flush(false));
     if (data.size() >= buffer_cap_) return WriteFd(data.data(), data.size());
   }
-  buf_.insert(buf_.end(), data.begin(), data.end());
+  while (!data.empty()) {
+    if (buf_len_ == buffer_cap_) PACKFS_RETURN_IF_ERROR(Flush(false));
+    const size_t n = std::min(data.size(), buffer_cap_ - buf_len_);
+    std::memcpy(buf_.get() + buf_len_, data.data(), n);
+    buf_len_ += n;
+    data = data.subspan(n);
+  }
   return Status::OK();
 }
 
 void ZipWriter::PatchCrc(uint64_t local_header_offset, uint32_t crc, Status* st) {
   uint8_t le[4] = {static_cast<uint8_t>(crc), static_cast<uint8_t>(crc >> 8),
                    static_cast<uint8_t>(crc >> 16), static_cast<uint8_t>(crc >> 24)};
-  uint64_t at = local_header_offset + 14;
-  if (at >= file_pos_) {  // still in the batch buffer: no syscall
-    std::copy(le, le + 4, buf_.begin() + static_cast<ptrdiff_t>(at - file_pos_));
+  const uint64_t at = local_header_offset + 14;
+  // Bytes still in the batch buffer are patched there (no system call).
+  size_t on_disk = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    if (at + i >= file_pos_) {
+      buf_.get()[at + i - file_pos_] = le[i];
+    } else {
+      on_disk = i + 1;
+    }
+  }
+  if (on_disk == 0) return;
+  // The rest was written: a small write through the page cache (direct I/O takes whole blocks
+  // only). No direct write touches that block again, so the two never overlap.
+  const bool was_direct = direct_;
+  if (was_direct && !SetDirect(false)) {
+    *st = IoError("patching the CRC in", errno);
     return;
   }
-  if (at + 4 > file_pos_) {
-    *st = Flush();
-    if (!st->ok()) return;
-  }
-  ssize_t k = ::pwrite(fd_.get(), le, 4, static_cast<off_t>(at));
-  if (k != 4) *st = IoError("patching the CRC in", k < 0 ? errno : EIO);
+  ssize_t k = ::pwrite(fd_.get(), le, on_disk, static_cast<off_t>(at));
+  if (k != static_cast<ssize_t>(on_disk)) *st = IoError("patching the CRC in", k < 0 ? errno : EIO);
+  if (was_direct && !SetDirect(true) && st->ok()) *st = IoError("patching the CRC in", errno);
 }
 
 Status ZipWriter::BeginMember(const ZipMemberSpec& spec) {
@@ -368,7 +424,12 @@ Status ZipWriter::Finish(bool sync) {
   w.U32(static_cast<uint32_t>(std::min<uint64_t>(cd_offset, zip::k32Max)));
   w.U16(0);  // comment length
   PACKFS_RETURN_IF_ERROR(Write(end));
-  PACKFS_RETURN_IF_ERROR(Flush());
+  const uint64_t size = file_pos_ + buf_len_;
+  PACKFS_RETURN_IF_ERROR(Flush(true));
+  if (file_pos_ != size && ::ftruncate(fd_.get(), static_cast<off_t>(size)) != 0) {
+    return IoError("truncating the padding of", errno);
+  }
+  file_pos_ = size;
   if (sync && ::fsync(fd_.get()) != 0) return IoError("syncing", errno);
   int fd = fd_.release();
   if (::close(fd) != 0 && errno != EINTR) return IoError("closing", errno);

@@ -125,7 +125,7 @@ TEST(LooseDir, MemberSourceReadsAPackedMemberAsItsOwnFile) {
   in.size = data.size();
   in.whole_file = false;
   in.source = member;
-  std::vector<uint8_t> out;
+  InputBuffer out;
   uint32_t crc = 0;
   ASSERT_TRUE(ReadInput(in, &out, &crc).ok());
   EXPECT_EQ(std::string(out.begin(), out.end()), data);
