@@ -269,7 +269,7 @@ class S3MountTest : public RemoteMountTest {
       return;
     }
     const std::string media = *tmp_ / "www/media";
-    std::string out = moto_->Python(
+    const testing::MotoServer::Credentials user = moto_->SetUpWithUser(
         "import glob, os\n"
         "s3.create_bucket(Bucket='packfs-signed')\n"
         "s3.create_bucket(Bucket='packfs-nocat', ACL='public-read')\n"
@@ -280,17 +280,9 @@ class S3MountTest : public RemoteMountTest {
         "                  ACL='public-read')\n"
         "s3.put_object(Bucket='packfs-signed', Key='sets/media/.packfs-catalog.sqlite',\n"
         "              Body=open('" + media + "/.packfs-catalog.sqlite', 'rb').read())\n"
-        "s3.put_object(Bucket='packfs-nocat', Key='media/notes.txt', Body=b'not a shard')\n"
-        "iam.create_user(UserName='packfs')\n"
-        "iam.put_user_policy(UserName='packfs', PolicyName='all', PolicyDocument=json.dumps(\n"
-        "    {'Version': '2012-10-17', 'Statement': [\n"
-        "        {'Effect': 'Allow', 'Action': 's3:*', 'Resource': '*'}]}))\n"
-        "k = iam.create_access_key(UserName='packfs')['AccessKey']\n"
-        "print(k['AccessKeyId'], k['SecretAccessKey'])\n");
-    std::istringstream in(out);
-    key_ = new std::string();
-    secret_ = new std::string();
-    in >> *key_ >> *secret_;
+        "s3.put_object(Bucket='packfs-nocat', Key='media/notes.txt', Body=b'not a shard')\n");
+    key_ = new std::string(user.key);
+    secret_ = new std::string(user.secret);
   }
   static void TearDownTestSuite() {
     delete moto_;

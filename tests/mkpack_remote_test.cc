@@ -307,22 +307,14 @@ class MkpackS3Test : public MkpackRemoteTest {
       why_ = new std::string(why);
       return;
     }
-    std::string out = moto_->Python(
+    const testing::MotoServer::Credentials user = moto_->SetUpWithUser(
         "import glob, os\n"
         "s3.create_bucket(Bucket='packfs-root')\n"
         "for p in sorted(glob.glob('" + (*tmp_ / "www/media") + "/pack-*.zip')):\n"
         "    s3.put_object(Bucket='packfs-root', Key=os.path.basename(p), Body=open(p, 'rb').read(),\n"
-        "                  ACL='public-read')\n"
-        "iam.create_user(UserName='packfs')\n"
-        "iam.put_user_policy(UserName='packfs', PolicyName='all', PolicyDocument=json.dumps(\n"
-        "    {'Version': '2012-10-17', 'Statement': [\n"
-        "        {'Effect': 'Allow', 'Action': 's3:*', 'Resource': '*'}]}))\n"
-        "k = iam.create_access_key(UserName='packfs')['AccessKey']\n"
-        "print(k['AccessKeyId'], k['SecretAccessKey'])\n");
-    std::istringstream in(out);
-    key_ = new std::string();
-    secret_ = new std::string();
-    in >> *key_ >> *secret_;
+        "                  ACL='public-read')\n");
+    key_ = new std::string(user.key);
+    secret_ = new std::string(user.secret);
   }
   static void TearDownTestSuite() {
     delete moto_;

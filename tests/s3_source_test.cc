@@ -40,7 +40,7 @@ class S3Test : public ::testing::Test {
     data_ = new std::string(RandomBytes(kShardSize, 5));
     WriteFile(*tmp_ / "shard", *data_);
     // Private data, a public-read object, many keys; then an IAM user whose key we sign with.
-    std::string out = server_->Python(
+    const MotoServer::Credentials user = server_->SetUpWithUser(
         "s3.create_bucket(Bucket='packfs-data')\n"
         "s3.put_object(Bucket='packfs-data', Key='sets/a/media/pack-0000.zip',\n"
         "              Body=open('" + (*tmp_ / "shard") + "', 'rb').read())\n"
@@ -51,17 +51,9 @@ class S3Test : public ::testing::Test {
         "s3.create_bucket(Bucket='packfs-public')\n"
         "s3.put_object(Bucket='packfs-public', Key='pub.bin', Body=b'public bytes',\n"
         "              ACL='public-read')\n"
-        "s3.put_object(Bucket='packfs-public', Key='private.bin', Body=b'secret')\n"
-        "iam.create_user(UserName='packfs')\n"
-        "iam.put_user_policy(UserName='packfs', PolicyName='all', PolicyDocument=json.dumps(\n"
-        "    {'Version': '2012-10-17', 'Statement': [\n"
-        "        {'Effect': 'Allow', 'Action': 's3:*', 'Resource': '*'}]}))\n"
-        "k = iam.create_access_key(UserName='packfs')['AccessKey']\n"
-        "print(k['AccessKeyId'], k['SecretAccessKey'])\n");
-    std::istringstream in(out);
-    key_ = new std::string();
-    secret_ = new std::string();
-    in >> *key_ >> *secret_;
+        "s3.put_object(Bucket='packfs-public', Key='private.bin', Body=b'secret')\n");
+    key_ = new std::string(user.key);
+    secret_ = new std::string(user.secret);
     server_->SetAuth(true);
   }
   static void TearDownTestSuite() {

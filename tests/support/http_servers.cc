@@ -224,6 +224,24 @@ std::string MotoServer::Python(const std::string& code) const {
   return r.out;
 }
 
+MotoServer::Credentials MotoServer::SetUpWithUser(const std::string& setup) const {
+  const std::string out = Python(
+      setup +
+      "\niam.create_user(UserName='packfs')\n"
+      "iam.put_user_policy(UserName='packfs', PolicyName='all', PolicyDocument=json.dumps(\n"
+      "    {'Version': '2012-10-17', 'Statement': [\n"
+      "        {'Effect': 'Allow', 'Action': 's3:*', 'Resource': '*'}]}))\n"
+      "k = iam.create_access_key(UserName='packfs')['AccessKey']\n"
+      "print('\\npackfs-key', k['AccessKeyId'], k['SecretAccessKey'])\n");
+  const size_t at = out.rfind("packfs-key ");
+  if (at == std::string::npos) throw std::runtime_error("moto: no access key in:\n" + out);
+  std::istringstream in(out.substr(at + 11));
+  Credentials c;
+  in >> c.key >> c.secret;
+  if (c.secret.empty()) throw std::runtime_error("moto: no access key in:\n" + out);
+  return c;
+}
+
 void MotoServer::SetAuth(bool on) const {
   // Plain urllib: importing boto3 costs seconds on a busy machine.
   RunResult r = Run({"python3", "-c",

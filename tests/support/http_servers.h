@@ -77,6 +77,13 @@ class MotoServer {
   // Runs a Python snippet with `s3` (a boto3 S3 client on this server, dummy credentials) and
   // `iam` in scope; returns its stdout; throws std::runtime_error with stderr on failure.
   std::string Python(const std::string& code) const;
+  struct Credentials {
+    std::string key;
+    std::string secret;
+  };
+  // Python(setup), then in the same run (boto3 takes seconds to import) the creation of IAM user
+  // "packfs" allowed every S3 action: returns its access key, to sign with once SetAuth(true).
+  Credentials SetUpWithUser(const std::string& setup) const;
   // Turns moto's IAM authentication (signature and key checks) on or off.
   void SetAuth(bool on) const;
 
