@@ -12,6 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --bench
 
+# Each step's line says when it started, in seconds since this script did.
+step() { echo "== [$SECONDS s] $*"; }
 jobs=$(nproc)
 # Tests spend much of their time waiting (mounts, servers, child processes), so one more than the
 # cores keeps both busy; none of them asserts on time.
@@ -19,7 +21,7 @@ test_jobs=$((jobs + 1))
 # CI's builds keep line tables only (-g1: enough for sanitizer and crash stack traces; full
 # debug info is a fifth of the compile time) and build the test code itself at -O1.
 ci_flags=(-DPACKFS_WERROR=ON -DCMAKE_UNITY_BUILD=ON "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
-echo "== g++ build (-Wall -Wextra -Werror)"
+step "g++ build (-Wall -Wextra -Werror)"
 # g++ 12 at -O1 warns "may be used uninitialized" inside std::optional copies (a known false
 # positive of that optimization level), so the test code leaves that one warning out.
 CC=gcc CXX=g++ scripts/build.sh build-ci "${ci_flags[@]}" \
@@ -49,18 +51,18 @@ if ((!fast)); then
   # the clang build (ASan + UBSan, -Werror) runs beside them at a lower priority and takes the
   # idle CPU. The same build carries libFuzzer's coverage instrumentation and the fuzz targets,
   # so the fuzzing step below needs no build of its own.
-  echo "== clang build with ASan + UBSan (-Werror), in the background beside the g++ tests"
+  step "clang build with ASan + UBSan (-Werror), in the background beside the g++ tests"
   (CC=clang CXX=clang++ nice -n 10 scripts/build.sh build-asan "${ci_flags[@]}" \
      -DPACKFS_SANITIZE=ON -DPACKFS_FUZZ=ON > "$logs/clang-build.log" 2>&1) &
   clang_pid=$!
 fi
 
-echo "== tests (g++)"
+step "tests (g++)"
 (cd build-ci && ctest --output-on-failure -j "$test_jobs")
 
 # The quick bench only reads the g++ build, so it runs while the clang build finishes and its
 # tests run.
-echo "== quick bench, in the background (smoke test: checks bytes, never speed)"
+step "quick bench, in the background (smoke test: checks bytes, never speed)"
 # The video and LeRobot parts spend their time encoding test videos with ffmpeg (their code paths
 # are covered by fuse_lerobot_test and mp4_slice_test), so CI's smoke run leaves them out.
 bench/run.sh --quick --only small --only large --only mount --only pack --only remote \
@@ -74,7 +76,7 @@ finish_bench() {
     echo "quick bench FAILED (see above; BROKEN lines say why)" >&2
     exit 1
   fi
-  echo "== quick bench: $(tail -n 1 "$logs/bench.log")"
+  step "quick bench: $(tail -n 1 "$logs/bench.log")"
 }
 
 if ((!fast)); then
@@ -85,7 +87,7 @@ if ((!fast)); then
     echo "clang build FAILED (see above)" >&2
     exit 1
   fi
-  echo "== clang build done"
+  step "clang build done"
   # Fuzzing runs as many targets at once as there are cores, so when the count does not divide
   # evenly the last round would leave cores idle: those targets run beside the ASan tests instead.
   fuzz_secs=${PACKFS_FUZZ_SECONDS:-60}
@@ -98,7 +100,7 @@ if ((!fast)); then
       > "$logs/fuzz-early.log" 2>&1 &
     fuzz_pid=$!
   fi
-  echo "== tests (clang, ASan + UBSan)"
+  step "tests (clang, ASan + UBSan)"
   # Sanitizer reports also go to files: a daemonized packfs has no stderr, so without a log
   # path its findings would be lost. Any report file fails the run. The shell-script tests
   # (package, man pages, completion, the LeRobot generator) check no compiled code of their own
@@ -115,7 +117,7 @@ if ((!fast)); then
     exit 1
   fi
   finish_bench
-  echo "== fuzzing (each target $fuzz_secs s; scripts/fuzz.sh for longer runs)"
+  step "fuzzing (each target $fuzz_secs s; scripts/fuzz.sh for longer runs)"
   if [[ -n $fuzz_pid ]]; then
     pid=$fuzz_pid
     fuzz_pid=
