@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of tests/fuzz (clang, ASan + UBSan) and runs each for a bounded
-# time, starting from the checked-in seeds (plus the broken-archive fixtures when present). The
-# seeds are never modified: new inputs go to a scratch corpus. A crash stops the run with the
-# reproducer path; turn it into a regression test (see tests/fuzz/README.md).
-# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]   (default 60 s, every *_fuzz target)
+# time, starting from the checked-in corpus (plus the broken-archive fixtures when present). New
+# inputs go to a scratch corpus; with --merge, those that reach code the checked-in corpus does
+# not are added to it (libFuzzer's -merge=1), so CI's short runs start where a long one ended.
+# A crash stops the run with the reproducer path; turn it into a regression test (see
+# tests/fuzz/README.md).
+# Usage: scripts/fuzz.sh [--merge] [SECONDS_PER_TARGET] [TARGET...]   (default 60 s, every target)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+merge=0
+if [[ ${1:-} == --merge ]]; then
+  merge=1
+  shift
+fi
 secs=${1:-60}
 shift || true
 # PACKFS_FUZZ_BUILD: an existing build configured with -DPACKFS_FUZZ=ON (CI reuses its ASan
@@ -46,6 +53,15 @@ run_one() {
   fi
   echo "== $t for ${secs}s: $(grep -E '^stat::number_of_executed_units' "$work/$name.log" |
     awk '{print $2}') inputs, $(grep -E 'DONE' "$work/$name.log" | grep -oE "cov: [0-9]+" | cut -d" " -f2) edges"
+  if ((merge)); then
+    local before
+    before=$(find tests/fuzz/corpus/"$name" -type f | wc -l)
+    mkdir -p tests/fuzz/corpus/"$name"
+    ASAN_OPTIONS=detect_leaks=1 "$build"/tests/fuzz/"$t" -merge=1 -max_len=65536 -timeout=20 \
+      -rss_limit_mb=2048 tests/fuzz/corpus/"$name" "$work/$name" >"$work/$name-merge.log" 2>&1 ||
+      { tail -20 "$work/$name-merge.log"; echo "fuzz: merging $t's corpus failed" >&2; return 1; }
+    echo "== $t: corpus/$name $before -> $(find tests/fuzz/corpus/"$name" -type f | wc -l) inputs"
+  fi
 }
 
 # As many targets at once as there are cores.

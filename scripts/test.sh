@@ -2,7 +2,7 @@
 # Runs the packfs test suite: installs dependencies (with the benchmark contenders), builds with
 # g++ (-Werror) and runs ctest while clang builds with AddressSanitizer + UndefinedBehaviorSanitizer
 # in the background, runs the quick benchmark as a smoke test (in the background), runs ctest
-# again on the clang build, then each libFuzzer target for a minute (PACKFS_FUZZ_SECONDS).
+# again on the clang build, then each libFuzzer target for 30 s (PACKFS_FUZZ_SECONDS).
 # Usage: scripts/test.sh [--fast]   (--fast: the g++ build, its tests and the quick bench)
 # The quick bench (bench/run.sh --quick without its ffmpeg-bound video and LeRobot parts, about a
 # minute) reuses the g++ build and writes its results to a temporary directory, not
@@ -90,7 +90,7 @@ if ((!fast)); then
   step "clang build done"
   # Fuzzing runs as many targets at once as there are cores, so when the count does not divide
   # evenly the last round would leave cores idle: those targets run beside the ASan tests instead.
-  fuzz_secs=${PACKFS_FUZZ_SECONDS:-60}
+  fuzz_secs=${PACKFS_FUZZ_SECONDS:-30}
   fuzz_targets=()
   for f in tests/fuzz/*_fuzz.cc; do fuzz_targets+=("$(basename "$f" .cc)"); done
   early=$(( ${#fuzz_targets[@]} % jobs ))
