@@ -3,10 +3,12 @@
 // read fetches one block; concurrent readers of one member share one GET; the memory bound holds;
 // the disk cache serves a second reader with no GET, refetches damaged bytes (never serving
 // them), ignores crash leftovers in its extent log and entries of an object whose ETag changed,
-// and stays within its size bound. Requests are counted by the reader and by nginx's
-// access log; bytes are always compared with the file nginx serves.
+// and stays within its size bound; it maps its file for a splice only over extents checked in
+// this process. Requests are counted by the reader and by nginx's access log; bytes are always
+// compared with the file nginx serves.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -414,6 +416,53 @@ TEST_F(RemoteCacheTest, ErrorsNameTheUrlAndNeverServeBytes) {
   auto again = src->ReadMemberAt(0, 300000, 0, buf);
   EXPECT_FALSE(again.ok());
   EXPECT_EQ(reader->stats().requests, 2u);
+}
+
+// A reply may splice straight from the cache file (MapVerified) only over extents this process
+// wrote or has checked: a later process gets no file until a Read has checked the bytes, and a
+// damaged extent is never handed out, even after its neighbour was checked.
+TEST(DiskCacheTest, MapVerifiedOnlyCoversExtentsCheckedInThisProcess) {
+  TempDir tmp;
+  const std::string obj = "http://127.0.0.1/obj.bin\n\"etag-1\"";
+  const std::string a = testing::RandomBytes(1 << 20, 1);
+  const std::string b = testing::RandomBytes(1 << 20, 2);
+  auto span = [](const std::string& s) {
+    return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+  };
+  std::string data_path;
+  {
+    auto writer = DiskCache::Open(tmp / "disk", uint64_t{1} << 30);
+    ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+    (*writer)->Put(obj, 0, span(a));
+    (*writer)->Put(obj, 2 << 20, span(b));
+    EXPECT_NE((*writer)->MapVerified(obj, 0, a.size()), nullptr) << "written here: trusted";
+    EXPECT_EQ((*writer)->MapVerified(obj, 512 << 10, 1 << 20), nullptr) << "a gap is not covered";
+    data_path = (*writer)->PathOf(obj);
+  }
+  {
+    std::fstream f(data_path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp((2 << 20) + 4096);
+    f.put(static_cast<char>(0x5a ^ b[4096]));
+  }
+  auto later = DiskCache::Open(tmp / "disk", uint64_t{1} << 30);
+  ASSERT_TRUE(later.ok()) << later.status().ToString();
+  DiskCache& c = **later;
+  EXPECT_EQ(c.MapVerified(obj, 0, a.size()), nullptr) << "not checked in this process yet";
+  EXPECT_EQ(c.MapVerified(obj, 2 << 20, b.size()), nullptr) << "not checked in this process yet";
+
+  std::string got(a.size(), '\0');
+  ASSERT_TRUE(c.Read(obj, 0, std::span<uint8_t>(reinterpret_cast<uint8_t*>(got.data()), got.size())));
+  EXPECT_EQ(got, a);
+  std::shared_ptr<const UniqueFd> fd = c.MapVerified(obj, 0, a.size());
+  ASSERT_NE(fd, nullptr) << "checked by the Read above";
+  std::string via_fd(a.size(), '\0');
+  ASSERT_EQ(::pread(fd->get(), via_fd.data(), via_fd.size(), 0), static_cast<ssize_t>(a.size()));
+  EXPECT_EQ(via_fd, a);
+
+  EXPECT_FALSE(c.Read(obj, 2 << 20, std::span<uint8_t>(reinterpret_cast<uint8_t*>(got.data()), got.size())));
+  EXPECT_EQ(c.damaged(), 1u);
+  EXPECT_EQ(c.MapVerified(obj, 2 << 20, b.size()), nullptr) << "damaged: never handed out";
+  EXPECT_EQ(c.MapVerified(obj, 0, 3 << 20), nullptr);
 }
 
 TEST(RemoteReaderOptionsTest, TinyMemoryBoundIsRefused) {
