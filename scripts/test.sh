@@ -125,6 +125,7 @@ if ((!fast)); then
     grep '^== ' "$logs/fuzz-early.log"
   fi
   PACKFS_FUZZ_BUILD=build-asan scripts/fuzz.sh "$fuzz_secs" "${fuzz_targets[@]:early}"
+  step "all passed"
 else
   finish_bench
 fi
