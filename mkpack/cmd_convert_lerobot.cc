@@ -30,15 +30,9 @@
 namespace packfs::mkpack {
 namespace {
 
-struct LeRobotArgs {
+struct LeRobotArgs : PackOutputArgs {
   std::string src, dst;
   std::string max_pack_bytes = "4294967296";
-  bool reproducible = false;
-  int jobs = 0;  // 0: auto (kAutoJobs)
-  bool json = false;
-  bool no_catalog = false;
-  bool dry_run = false;
-  bool no_fsync = false;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -301,16 +295,8 @@ void RegisterConvertLeRobot(CLI::App& app, int* exit_code) {
   sub->add_option("--max-pack-bytes", args->max_pack_bytes,
                   "zip shard size limit; suffixes K, M, G, T (binary)")
       ->capture_default_str();
-  sub->add_flag("--reproducible", args->reproducible, "fixed times (1980-01-01) in the zip shards");
-  sub->add_option("--jobs,-j", args->jobs, "threads reading the source (and parsing MP4s); 0 = auto (8); the output does "
-                  "not depend on it")
-      ->check(CLI::Range(0, 256))
-      ->capture_default_str();
-  sub->add_flag("--json", args->json, "print the summary as JSON on stdout");
-  sub->add_flag("--no-catalog", args->no_catalog, "do not write .packfs-catalog.sqlite");
-  sub->add_flag("--dry-run", args->dry_run,
-                "print the plan (episodes, their sources, ranges, sizes, shards); write nothing");
-  sub->add_flag("--no-fsync", args->no_fsync, "skip fsync (faster; not crash-safe)");
+  AddPackOutputOptions(sub, args.get(), "threads reading the source (and parsing MP4s)",
+                       "print the plan (episodes, their sources, ranges, sizes, shards)");
   sub->callback([args, exit_code] { *exit_code = RunConvertLeRobot(*args); });
 }
 

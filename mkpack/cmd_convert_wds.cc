@@ -21,18 +21,12 @@
 namespace packfs::mkpack {
 namespace {
 
-struct WdsArgs {
+struct WdsArgs : PackOutputArgs {
   std::vector<std::string> paths;  // SRC... DST
   bool shard_prefix = false;
   std::string max_pack_bytes = "4294967296";
   uint64_t max_members = kDefaultMaxMembers;
   std::string align = "auto";
-  bool reproducible = false;
-  int jobs = 0;  // 0: auto (kAutoJobs)
-  bool json = false;
-  bool no_catalog = false;
-  bool dry_run = false;
-  bool no_fsync = false;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -247,16 +241,8 @@ void RegisterConvertWds(CLI::App& app, int* exit_code) {
                   "data alignment: 'auto' = 4096 for members of 1 MiB or more; N = every member's "
                   "data starts on an N-byte boundary (0: none)")
       ->capture_default_str();
-  sub->add_flag("--reproducible", args->reproducible, "fixed times (1980-01-01) in the zip shards");
-  sub->add_option("--jobs,-j", args->jobs, "reader threads prefetching small members; 0 = auto (8); the output does not "
-                  "depend on it")
-      ->check(CLI::Range(0, 256))
-      ->capture_default_str();
-  sub->add_flag("--json", args->json, "print the summary as JSON on stdout");
-  sub->add_flag("--no-catalog", args->no_catalog, "do not write .packfs-catalog.sqlite");
-  sub->add_flag("--dry-run", args->dry_run,
-                "index the tars and print the plan (shards, members, bytes); write nothing");
-  sub->add_flag("--no-fsync", args->no_fsync, "skip fsync (faster; not crash-safe)");
+  AddPackOutputOptions(sub, args.get(), "reader threads prefetching small members",
+                       "index the tars and print the plan (shards, members, bytes)");
   sub->callback([args, exit_code] { *exit_code = RunConvertWds(*args); });
 }
 

@@ -21,24 +21,18 @@
 namespace packfs::mkpack {
 namespace {
 
-struct PackArgs {
+struct PackArgs : PackOutputArgs {
   std::vector<std::string> paths;  // SRC DST, or DST alone with --files-from
   std::string max_pack_bytes = "4294967296";
   uint64_t max_members = kDefaultMaxMembers;
   std::string align = "auto";
   std::string group_by = "none";
-  bool reproducible = false;
   bool resume = false;
   bool append = false;
   std::string files_from;
   std::string missing = "error";
   std::string refs_out;
-  int jobs = 0;  // 0: auto (kAutoJobs)
   bool follow_symlinks = false;
-  bool json = false;
-  bool no_catalog = false;
-  bool dry_run = false;
-  bool no_fsync = false;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -302,8 +296,6 @@ void RegisterPack(CLI::App& app, int* exit_code) {
                   "order of first appearance; a group larger than a shard is split (reported)")
       ->check(CLI::IsMember({"none", "dir", "stem"}))
       ->capture_default_str();
-  sub->add_flag("--reproducible", args->reproducible,
-                "fixed times (1980-01-01) so that two runs over the same files give identical bytes");
   sub->add_flag("--resume", args->resume, "continue an interrupted run into DST");
   sub->add_flag("--append", args->append, "add new shards to a DST that already holds shards");
   sub->add_option("--files-from", args->files_from,
@@ -318,17 +310,11 @@ void RegisterPack(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   sub->add_option("--refs-out", args->refs_out,
                   "write 'key<TAB>zip://key::<basename(DST)>/pack-NNNN.zip' for every member");
-  sub->add_option("--jobs,-j", args->jobs,
-                  "reader threads prefetching small files (helps on cold caches and network "
-                  "filesystems); 0 = auto (8); the output does not depend on it")
-      ->check(CLI::Range(0, 256))
-      ->capture_default_str();
   sub->add_flag("--follow-symlinks", args->follow_symlinks, "pack symlinks to regular files");
-  sub->add_flag("--json", args->json, "print the summary as JSON on stdout");
-  sub->add_flag("--no-catalog", args->no_catalog, "do not write .packfs-catalog.sqlite");
-  sub->add_flag("--dry-run", args->dry_run, "print the plan (shards, members, bytes); write nothing");
-  sub->add_flag("--no-fsync", args->no_fsync,
-                "skip fsync of shards and directory (faster; not crash-safe)");
+  AddPackOutputOptions(sub, args.get(),
+                       "reader threads prefetching small files (helps on cold caches and network "
+                       "filesystems)",
+                       "print the plan (shards, members, bytes)");
   sub->callback([args, exit_code] { *exit_code = RunPack(*args); });
 }
 

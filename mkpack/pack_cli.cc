@@ -42,4 +42,21 @@ void ProgressBar::Clear() {
   if (drawn_) std::fprintf(stderr, "\r%*s\r", 100, "");
 }
 
+void AddPackOutputOptions(CLI::App* sub, PackOutputArgs* args, const std::string& jobs_do,
+                          const std::string& dry_run_prints) {
+  sub->add_flag("--reproducible", args->reproducible,
+                "fixed times (1980-01-01) so that two runs over the same input give identical "
+                "shards");
+  sub->add_option("--jobs,-j", args->jobs,
+                  jobs_do + "; 0 = auto (" + std::to_string(kAutoJobs) +
+                      "); the output does not depend on it")
+      ->check(CLI::Range(0, 256))
+      ->capture_default_str();
+  sub->add_flag("--json", args->json, "print the summary as JSON on stdout");
+  sub->add_flag("--no-catalog", args->no_catalog, "do not write .packfs-catalog.sqlite");
+  sub->add_flag("--dry-run", args->dry_run, dry_run_prints + "; write nothing");
+  sub->add_flag("--no-fsync", args->no_fsync,
+                "skip fsync of shards and directory (faster; not crash-safe)");
+}
+
 }  // namespace packfs::mkpack

@@ -1,10 +1,13 @@
 // Helpers shared by the packing subcommands (`mkpack pack`, `convert-wds`, `convert-lerobot`):
-// reader threads, byte-count options, binary-unit sizes, and the terminal progress bar. Not thread-safe; one bar per command.
+// the options they share, reader threads, binary-unit sizes, and the terminal progress bar. Not
+// thread-safe; one bar per command.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <string>
+
+#include <CLI/CLI.hpp>
 
 #include "core/byte_size.h"
 #include "core/pack_writer.h"
@@ -18,6 +21,21 @@ namespace packfs::mkpack {
 // so more threads than cores is right.
 constexpr int kAutoJobs = 8;
 inline int JobsOrAuto(int jobs) { return jobs > 0 ? jobs : kAutoJobs; }
+
+// The options every packing subcommand takes; their argument structs derive from this one.
+struct PackOutputArgs {
+  bool reproducible = false;
+  int jobs = 0;  // 0: auto (kAutoJobs)
+  bool json = false;
+  bool no_catalog = false;
+  bool dry_run = false;
+  bool no_fsync = false;
+};
+// Adds --reproducible, --jobs/-j, --json, --no-catalog, --dry-run and --no-fsync to `sub`, bound
+// to *args (which must outlive the parse and the callback), worded alike in every command. What
+// differs: what the --jobs threads do, and what --dry-run prints.
+void AddPackOutputOptions(CLI::App* sub, PackOutputArgs* args, const std::string& jobs_do,
+                          const std::string& dry_run_prints);
 
 // "1.5 GiB" (binary units).
 std::string Human(double bytes);
