@@ -14,6 +14,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -48,7 +49,7 @@ class LeRobotMountTest : public ::testing::Test {
         !testing::HasCommand("node")) {
       return;
     }
-    tmp_ = new TempDir();
+    tmp_ = std::make_unique<TempDir>();
     dataset_ = *tmp_ / "ds";
     testing::RunResult r = testing::Run(
         {"python3", std::string(PACKFS_SOURCE_DIR) + "/scripts/make-lerobot-dataset.py", dataset_,
@@ -61,8 +62,7 @@ class LeRobotMountTest : public ::testing::Test {
     manifest_ = json::parse(testing::ReadFile(dataset_ + ".manifest.json"));
   }
   static void TearDownTestSuite() {
-    delete tmp_;
-    tmp_ = nullptr;
+    tmp_.reset();
   }
   void SetUp() override {
     if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse or fusermount3";
@@ -123,14 +123,13 @@ class LeRobotMountTest : public ::testing::Test {
     EXPECT_EQ(n, manifest_["episodes"].size());
   }
 
-  static TempDir* tmp_;
+  static inline std::unique_ptr<TempDir> tmp_;
   static std::string dataset_;
   static json manifest_;
   static std::string setup_error_;
   static std::map<std::string, std::vector<std::string>> original_hashes_;
 };
 
-TempDir* LeRobotMountTest::tmp_ = nullptr;
 std::string LeRobotMountTest::dataset_;
 json LeRobotMountTest::manifest_;
 std::string LeRobotMountTest::setup_error_;

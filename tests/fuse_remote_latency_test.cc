@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -56,7 +57,7 @@ std::vector<DelayProxy::Chunk> Requests(const DelayProxy& proxy) {
 class RemoteLatencyTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    tmp_ = new TempDir();
+    tmp_ = std::make_unique<TempDir>();
     const TempDir& t = *tmp_;
     for (int i = 0; i < 30; ++i) {
       const size_t size = (static_cast<size_t>(i) * 9973) % 200000;
@@ -68,23 +69,19 @@ class RemoteLatencyTest : public ::testing::Test {
     auto r = testing::Run({testing::MkpackPath(), "pack", t / "src", t / "www/media",
                            "--max-pack-bytes", "512K", "--no-fsync"});
     if (r.exit_code != 0) {
-      why_ = new std::string("mkpack pack failed: " + r.err);
+      why_ = std::make_unique<std::string>("mkpack pack failed: " + r.err);
       return;
     }
     std::string why;
-    server_ = testing::NginxServer::Start(t / "www", &why).release();
-    if (server_ != nullptr) proxy_ = DelayProxy::Start(server_->port(), kDelayMs, &why).release();
-    if (proxy_ == nullptr) why_ = new std::string(why);
+    server_ = testing::NginxServer::Start(t / "www", &why);
+    if (server_ != nullptr) proxy_ = DelayProxy::Start(server_->port(), kDelayMs, &why);
+    if (proxy_ == nullptr) why_ = std::make_unique<std::string>(why);
   }
   static void TearDownTestSuite() {
-    delete proxy_;
-    delete server_;
-    delete tmp_;
-    delete why_;
-    proxy_ = nullptr;
-    server_ = nullptr;
-    tmp_ = nullptr;
-    why_ = nullptr;
+    proxy_.reset();
+    server_.reset();
+    tmp_.reset();
+    why_.reset();
   }
   void SetUp() override {
     if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse here";
@@ -93,17 +90,12 @@ class RemoteLatencyTest : public ::testing::Test {
   }
   std::string Mnt() const { return mnt_dir_ / "mnt"; }
 
-  static TempDir* tmp_;
-  static testing::NginxServer* server_;
-  static DelayProxy* proxy_;
-  static std::string* why_;
+  static inline std::unique_ptr<TempDir> tmp_;
+  static inline std::unique_ptr<testing::NginxServer> server_;
+  static inline std::unique_ptr<DelayProxy> proxy_;
+  static inline std::unique_ptr<std::string> why_;
   TempDir mnt_dir_;
 };
-
-TempDir* RemoteLatencyTest::tmp_ = nullptr;
-testing::NginxServer* RemoteLatencyTest::server_ = nullptr;
-DelayProxy* RemoteLatencyTest::proxy_ = nullptr;
-std::string* RemoteLatencyTest::why_ = nullptr;
 
 TEST_F(RemoteLatencyTest, MountThroughTheProxyServesEveryFileAndEveryRequestIsHeld) {
   {

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "core/remote_pack_set.h"
@@ -68,7 +69,7 @@ std::map<std::string, std::string> TreeFiles(const std::string& root) {
 class RemoteMountTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    tmp_ = new TempDir();
+    tmp_ = std::make_unique<TempDir>();
     const TempDir& t = *tmp_;
     // Small files of many sizes (one exactly kSmallSize), nested directories, two large files,
     // and an MP4 when ffmpeg is here.
@@ -91,23 +92,20 @@ class RemoteMountTest : public ::testing::Test {
     auto r = testing::Run({testing::MkpackPath(), "pack", t / "src", t / "www/media",
                            "--max-pack-bytes", "256K", "--no-fsync"});
     if (r.exit_code != 0) {
-      why_ = new std::string("mkpack pack failed: " + r.err);
+      why_ = std::make_unique<std::string>("mkpack pack failed: " + r.err);
       return;
     }
     // The same shards without a catalog.
     testing::Sh("mkdir -p '" + (t / "www/nocat/media") + "' && cp '" + (t / "www/media") +
                 "'/pack-*.zip '" + (t / "www/nocat/media") + "'/");
     std::string why;
-    server_ = testing::NginxServer::Start(t / "www", &why).release();
-    if (server_ == nullptr) why_ = new std::string(why);
+    server_ = testing::NginxServer::Start(t / "www", &why);
+    if (server_ == nullptr) why_ = std::make_unique<std::string>(why);
   }
   static void TearDownTestSuite() {
-    delete server_;
-    delete tmp_;
-    delete why_;
-    server_ = nullptr;
-    tmp_ = nullptr;
-    why_ = nullptr;
+    server_.reset();
+    tmp_.reset();
+    why_.reset();
   }
   void SetUp() override {
     if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse here";
@@ -117,15 +115,11 @@ class RemoteMountTest : public ::testing::Test {
   std::string Mnt() const { return mnt_dir_ / "mnt"; }
   std::vector<std::string> CacheArgs() const { return {"--cache-dir", mnt_dir_ / "cache"}; }
 
-  static TempDir* tmp_;
-  static testing::NginxServer* server_;
-  static std::string* why_;
+  static inline std::unique_ptr<TempDir> tmp_;
+  static inline std::unique_ptr<testing::NginxServer> server_;
+  static inline std::unique_ptr<std::string> why_;
   TempDir mnt_dir_;
 };
-
-TempDir* RemoteMountTest::tmp_ = nullptr;
-testing::NginxServer* RemoteMountTest::server_ = nullptr;
-std::string* RemoteMountTest::why_ = nullptr;
 
 TEST_F(RemoteMountTest, HttpMountServesEveryFileByteForByte) {
   Mount m({server_->url() + "/media"}, Mnt(), CacheArgs());
@@ -263,9 +257,9 @@ class S3MountTest : public RemoteMountTest {
     RemoteMountTest::SetUpTestSuite();
     if (why_ != nullptr) return;
     std::string why;
-    moto_ = testing::MotoServer::Start(&why).release();
+    moto_ = testing::MotoServer::Start(&why);
     if (moto_ == nullptr) {
-      why_ = new std::string(why);
+      why_ = std::make_unique<std::string>(why);
       return;
     }
     const std::string media = *tmp_ / "www/media";
@@ -281,15 +275,13 @@ class S3MountTest : public RemoteMountTest {
         "s3.put_object(Bucket='packfs-signed', Key='sets/media/.packfs-catalog.sqlite',\n"
         "              Body=open('" + media + "/.packfs-catalog.sqlite', 'rb').read())\n"
         "s3.put_object(Bucket='packfs-nocat', Key='media/notes.txt', Body=b'not a shard')\n");
-    key_ = new std::string(user.key);
-    secret_ = new std::string(user.secret);
+    key_ = std::make_unique<std::string>(user.key);
+    secret_ = std::make_unique<std::string>(user.secret);
   }
   static void TearDownTestSuite() {
-    delete moto_;
-    delete key_;
-    delete secret_;
-    moto_ = nullptr;
-    key_ = secret_ = nullptr;
+    moto_.reset();
+    key_.reset();
+    secret_.reset();
     RemoteMountTest::TearDownTestSuite();
   }
   void SetUp() override {
@@ -305,14 +297,10 @@ class S3MountTest : public RemoteMountTest {
     ::unsetenv("AWS_SECRET_ACCESS_KEY");
   }
 
-  static testing::MotoServer* moto_;
-  static std::string* key_;
-  static std::string* secret_;
+  static inline std::unique_ptr<testing::MotoServer> moto_;
+  static inline std::unique_ptr<std::string> key_;
+  static inline std::unique_ptr<std::string> secret_;
 };
-
-testing::MotoServer* S3MountTest::moto_ = nullptr;
-std::string* S3MountTest::key_ = nullptr;
-std::string* S3MountTest::secret_ = nullptr;
 
 TEST_F(S3MountTest, SignedBucketWithCatalog) {
   moto_->SetAuth(true);

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <set>
 #include <sstream>
@@ -117,24 +118,20 @@ TEST(HttpClientTest, RejectsZeroConnections) {
 class NginxTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    root_ = new TempDir();
-    data_ = new std::string(RandomBytes(kDataSize, 42));
+    root_ = std::make_unique<TempDir>();
+    data_ = std::make_unique<std::string>(RandomBytes(kDataSize, 42));
     WriteFile(*root_ / "data.bin", *data_);
     WriteFile(*root_ / "concurrent.bin", *data_);
     WriteFile(*root_ / "dir with space/é.bin", "hello");
     std::string why;
-    server_ = NginxServer::Start(root_->path(), &why).release();
-    if (server_ == nullptr) why_ = new std::string(why);
+    server_ = NginxServer::Start(root_->path(), &why);
+    if (server_ == nullptr) why_ = std::make_unique<std::string>(why);
   }
   static void TearDownTestSuite() {
-    delete server_;
-    delete root_;
-    delete data_;
-    delete why_;
-    server_ = nullptr;
-    root_ = nullptr;
-    data_ = nullptr;
-    why_ = nullptr;
+    server_.reset();
+    root_.reset();
+    data_.reset();
+    why_.reset();
   }
   void SetUp() override {
     if (server_ == nullptr) {
@@ -144,15 +141,11 @@ class NginxTest : public ::testing::Test {
   }
   std::string Url(const std::string& name) { return server_->url() + "/" + name; }
 
-  static TempDir* root_;
-  static std::string* data_;
-  static NginxServer* server_;
-  static std::string* why_;
+  static inline std::unique_ptr<TempDir> root_;
+  static inline std::unique_ptr<std::string> data_;
+  static inline std::unique_ptr<NginxServer> server_;
+  static inline std::unique_ptr<std::string> why_;
 };
-TempDir* NginxTest::root_ = nullptr;
-std::string* NginxTest::data_ = nullptr;
-NginxServer* NginxTest::server_ = nullptr;
-std::string* NginxTest::why_ = nullptr;
 
 TEST_F(NginxTest, HeadReportsSizeEtagAndRanges) {
   auto client = Client();
@@ -303,22 +296,18 @@ TEST_F(NginxTest, RemoteStoreMapsShardNamesToUrls) {
 class FaultTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    root_ = new TempDir();
-    data_ = new std::string(RandomBytes(300000, 9));
+    root_ = std::make_unique<TempDir>();
+    data_ = std::make_unique<std::string>(RandomBytes(300000, 9));
     WriteFile(*root_ / "data.bin", *data_);
     std::string why;
-    server_ = FaultServer::Start(root_->path(), &why).release();
-    if (server_ == nullptr) why_ = new std::string(why);
+    server_ = FaultServer::Start(root_->path(), &why);
+    if (server_ == nullptr) why_ = std::make_unique<std::string>(why);
   }
   static void TearDownTestSuite() {
-    delete server_;
-    delete root_;
-    delete data_;
-    delete why_;
-    server_ = nullptr;
-    root_ = nullptr;
-    data_ = nullptr;
-    why_ = nullptr;
+    server_.reset();
+    root_.reset();
+    data_.reset();
+    why_.reset();
   }
   void SetUp() override {
     if (server_ == nullptr) {
@@ -334,15 +323,11 @@ class FaultTest : public ::testing::Test {
     return body.ok() ? std::stoi(*body) : -1;
   }
 
-  static TempDir* root_;
-  static std::string* data_;
-  static FaultServer* server_;
-  static std::string* why_;
+  static inline std::unique_ptr<TempDir> root_;
+  static inline std::unique_ptr<std::string> data_;
+  static inline std::unique_ptr<FaultServer> server_;
+  static inline std::unique_ptr<std::string> why_;
 };
-TempDir* FaultTest::root_ = nullptr;
-std::string* FaultTest::data_ = nullptr;
-FaultServer* FaultTest::server_ = nullptr;
-std::string* FaultTest::why_ = nullptr;
 
 TEST_F(FaultTest, RetriesThrough503s) {
   auto client = Client();

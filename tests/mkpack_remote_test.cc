@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -75,23 +76,20 @@ void PackTree(const std::string& src, const std::string& out, uint64_t seed, int
 class MkpackRemoteTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    tmp_ = new TempDir();
+    tmp_ = std::make_unique<TempDir>();
     const TempDir& t = *tmp_;
     PackTree(t / "src", t / "www/media", 1, 30);
     testing::Sh("mkdir -p '" + (t / "www/nocat/media") + "' '" + (t / "www/bad/media") +
                 "' && cp '" + (t / "www/media") + "'/pack-*.zip '" + (t / "www/nocat/media") +
                 "'/ && cp -r '" + (t / "www/media") + "'/. '" + (t / "www/bad/media") + "'/");
     std::string why;
-    server_ = testing::NginxServer::Start(t / "www", &why).release();
-    if (server_ == nullptr) why_ = new std::string(why);
+    server_ = testing::NginxServer::Start(t / "www", &why);
+    if (server_ == nullptr) why_ = std::make_unique<std::string>(why);
   }
   static void TearDownTestSuite() {
-    delete server_;
-    delete tmp_;
-    delete why_;
-    server_ = nullptr;
-    tmp_ = nullptr;
-    why_ = nullptr;
+    server_.reset();
+    tmp_.reset();
+    why_.reset();
   }
   void SetUp() override {
     if (why_ != nullptr) GTEST_SKIP() << *why_;
@@ -104,15 +102,11 @@ class MkpackRemoteTest : public ::testing::Test {
   std::string Url(const std::string& path) const { return server_->url() + "/" + path; }
   std::string Cache() const { return cache_ / "cache"; }
 
-  static TempDir* tmp_;
-  static testing::NginxServer* server_;
-  static std::string* why_;
+  static inline std::unique_ptr<TempDir> tmp_;
+  static inline std::unique_ptr<testing::NginxServer> server_;
+  static inline std::unique_ptr<std::string> why_;
   TempDir cache_;
 };
-
-TempDir* MkpackRemoteTest::tmp_ = nullptr;
-testing::NginxServer* MkpackRemoteTest::server_ = nullptr;
-std::string* MkpackRemoteTest::why_ = nullptr;
 
 TEST_F(MkpackRemoteTest, HttpLsEqualsLocalLs) {
   for (const char* flag : {"--long", "--json", "--refs"}) {
@@ -302,9 +296,9 @@ class MkpackS3Test : public MkpackRemoteTest {
     MkpackRemoteTest::SetUpTestSuite();
     if (why_ != nullptr) return;
     std::string why;
-    moto_ = testing::MotoServer::Start(&why).release();
+    moto_ = testing::MotoServer::Start(&why);
     if (moto_ == nullptr) {
-      why_ = new std::string(why);
+      why_ = std::make_unique<std::string>(why);
       return;
     }
     const testing::MotoServer::Credentials user = moto_->SetUpWithUser(
@@ -313,15 +307,13 @@ class MkpackS3Test : public MkpackRemoteTest {
         "for p in sorted(glob.glob('" + (*tmp_ / "www/media") + "/pack-*.zip')):\n"
         "    s3.put_object(Bucket='packfs-root', Key=os.path.basename(p), Body=open(p, 'rb').read(),\n"
         "                  ACL='public-read')\n");
-    key_ = new std::string(user.key);
-    secret_ = new std::string(user.secret);
+    key_ = std::make_unique<std::string>(user.key);
+    secret_ = std::make_unique<std::string>(user.secret);
   }
   static void TearDownTestSuite() {
-    delete moto_;
-    delete key_;
-    delete secret_;
-    moto_ = nullptr;
-    key_ = secret_ = nullptr;
+    moto_.reset();
+    key_.reset();
+    secret_.reset();
     MkpackRemoteTest::TearDownTestSuite();
   }
   void SignIn(const std::string& secret) {
@@ -337,14 +329,10 @@ class MkpackS3Test : public MkpackRemoteTest {
     return {"--endpoint", moto_->endpoint(), "--cache-dir", Cache()};
   }
 
-  static testing::MotoServer* moto_;
-  static std::string* key_;
-  static std::string* secret_;
+  static inline std::unique_ptr<testing::MotoServer> moto_;
+  static inline std::unique_ptr<std::string> key_;
+  static inline std::unique_ptr<std::string> secret_;
 };
-
-testing::MotoServer* MkpackS3Test::moto_ = nullptr;
-std::string* MkpackS3Test::key_ = nullptr;
-std::string* MkpackS3Test::secret_ = nullptr;
 
 TEST_F(MkpackS3Test, CatalogIsUploadedWithASignedPutAndThenUsed) {
   // A wrong secret fails the signed requests, naming the status.

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <random>
 #include <sstream>
 
@@ -31,13 +32,13 @@ class S3Test : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     std::string why;
-    server_ = MotoServer::Start(&why).release();
+    server_ = MotoServer::Start(&why);
     if (server_ == nullptr) {
-      why_ = new std::string(why);
+      why_ = std::make_unique<std::string>(why);
       return;
     }
-    tmp_ = new TempDir();
-    data_ = new std::string(RandomBytes(kShardSize, 5));
+    tmp_ = std::make_unique<TempDir>();
+    data_ = std::make_unique<std::string>(RandomBytes(kShardSize, 5));
     WriteFile(*tmp_ / "shard", *data_);
     // Private data, a public-read object, many keys; then an IAM user whose key we sign with.
     const MotoServer::Credentials user = server_->SetUpWithUser(
@@ -52,21 +53,17 @@ class S3Test : public ::testing::Test {
         "s3.put_object(Bucket='packfs-public', Key='pub.bin', Body=b'public bytes',\n"
         "              ACL='public-read')\n"
         "s3.put_object(Bucket='packfs-public', Key='private.bin', Body=b'secret')\n");
-    key_ = new std::string(user.key);
-    secret_ = new std::string(user.secret);
+    key_ = std::make_unique<std::string>(user.key);
+    secret_ = std::make_unique<std::string>(user.secret);
     server_->SetAuth(true);
   }
   static void TearDownTestSuite() {
-    delete server_;
-    delete tmp_;
-    delete data_;
-    delete why_;
-    delete key_;
-    delete secret_;
-    server_ = nullptr;
-    tmp_ = nullptr;
-    data_ = nullptr;
-    why_ = key_ = secret_ = nullptr;
+    server_.reset();
+    tmp_.reset();
+    data_.reset();
+    why_.reset();
+    key_.reset();
+    secret_.reset();
   }
   void SetUp() override {
     if (server_ == nullptr) {
@@ -90,19 +87,13 @@ class S3Test : public ::testing::Test {
     return std::move(r).value();
   }
 
-  static MotoServer* server_;
-  static TempDir* tmp_;
-  static std::string* data_;
-  static std::string* why_;
-  static std::string* key_;
-  static std::string* secret_;
+  static inline std::unique_ptr<MotoServer> server_;
+  static inline std::unique_ptr<TempDir> tmp_;
+  static inline std::unique_ptr<std::string> data_;
+  static inline std::unique_ptr<std::string> why_;
+  static inline std::unique_ptr<std::string> key_;
+  static inline std::unique_ptr<std::string> secret_;
 };
-MotoServer* S3Test::server_ = nullptr;
-TempDir* S3Test::tmp_ = nullptr;
-std::string* S3Test::data_ = nullptr;
-std::string* S3Test::why_ = nullptr;
-std::string* S3Test::key_ = nullptr;
-std::string* S3Test::secret_ = nullptr;
 
 TEST(S3ConfigTest, AddressingStyles) {
   S3Config aws;
