@@ -55,8 +55,8 @@ run_one() {
     awk '{print $2}') inputs, $(grep -E 'DONE' "$work/$name.log" | grep -oE "cov: [0-9]+" | cut -d" " -f2) edges"
   if ((merge)); then
     local before
-    before=$(find tests/fuzz/corpus/"$name" -type f | wc -l)
     mkdir -p tests/fuzz/corpus/"$name"
+    before=$(find tests/fuzz/corpus/"$name" -type f | wc -l)
     ASAN_OPTIONS=detect_leaks=1 "$build"/tests/fuzz/"$t" -merge=1 -max_len=65536 -timeout=20 \
       -rss_limit_mb=2048 tests/fuzz/corpus/"$name" "$work/$name" >"$work/$name-merge.log" 2>&1 ||
       { tail -20 "$work/$name-merge.log"; echo "fuzz: merging $t's corpus failed" >&2; return 1; }
