@@ -214,12 +214,11 @@ TEST(TarReader, NormalizeTarName) {
   EXPECT_FALSE(IsTarShardName("pack-0000.zip"));
 }
 
-// A member over 8 GiB: GNU tar stores its size in base-256. The tar is written through
-// `cp --sparse=always` so it takes little disk.
+// A member over 8 GiB: its size is stored in base-256 (GNU format). Python's tarfile writes the
+// headers and the archive is laid out sparse around them, so it takes little disk and no 8 GiB
+// pass through a tool (GNU tar archiving a sparse source reads every byte: half a minute of
+// kernel time); GNU tar then lists it and extracts the member after the big one, as the oracle.
 TEST(TarReader, MemberOver8GiBHasABase256Size) {
-  // GNU tar would read all 8 GiB of a sparse source (half a minute of kernel time), so Python's
-  // tarfile writes the headers and the archive is laid out sparse around them; GNU tar then
-  // lists it and extracts the member after the big one, as the oracle of the layout.
   testing::TempDir tmp;
   const uint64_t big = (uint64_t{8} << 30) + 4096 + 3;
   static const char* kScript = R"(
