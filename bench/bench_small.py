@@ -29,6 +29,8 @@ OURS = ("loose", "raw pread", "packfs")
 def ours(name):
     return name in OURS or name.startswith("packfs")
 CHECK_FILES = 300  # files per contender compared byte for byte before measuring
+# The kernel takes FUSE io_uring commands only while this is Y (Linux 6.14+).
+URING_PARAM = "/sys/module/fuse/parameters/enable_uring"
 
 
 class Contender:
@@ -70,6 +72,10 @@ def make_contenders(ds, args, work):
         cs.append(Contender("packfs --threads 2", mnt("packfs2"),
                             [packfs, "--threads", "2", ds.packdir, mnt("packfs2")],
                             only_threads=(8,)))
+    if os.path.exists(URING_PARAM):
+        # FUSE over io_uring (fuse/uring_transport.h); bench_small sets enable_uring for the run.
+        cs.append(Contender("packfs -o io_uring", mnt("packfs-uring"),
+                            [packfs, "-o", "io_uring", ds.packdir, mnt("packfs-uring")]))
     cs.append(Contender("squashfuse", mnt("squashfuse"),
                         ["squashfuse", ds.ensure_squash(), mnt("squashfuse")]))
     # packfs over the same files as tar shards (mounted as they are, with a catalog).
@@ -117,6 +123,10 @@ def check(args, work, ds, c, rows):
           f"{res['errors']} read errors", flush=True)
     if res["mismatches"]:
         return f"{c.name}: wrong bytes in {res['mismatches']} of {res['files']} files"
+    if "io_uring" in c.name:
+        ring = (packfs_stats(c.root) or {}).get("io_uring", {})
+        if ring.get("failed") or not ring.get("requests"):
+            return f"{c.name}: the reads did not go through the ring ({ring})"
     if ours(c.name) and (res["errors"] or not res["complete"]):
         return f"{c.name}: {res['errors']} read errors, {res['files']} of {res['listed']} read"
     return None
@@ -157,6 +167,9 @@ def stats_delta(before, after):
     req["getxattr"] = req.get("getxattr", 0) - 2  # getfattr asks twice: size, then value
     res = {"requests": {k: v for k, v in req.items() if v > 0},
            "errors": after.get("errors", 0) - before.get("errors", 0)}
+    if "io_uring" in after:
+        res["io_uring_requests"] = (after["io_uring"]["requests"]
+                                    - before.get("io_uring", {}).get("requests", 0))
     if "shards_used" in after:
         res["shards_used"] = after["shards_used"]
         res["shards"] = after.get("shards")
@@ -164,6 +177,21 @@ def stats_delta(before, after):
 
 
 def bench_small(args, work, ds, rows):
+    uring_was = None
+    if os.path.exists(URING_PARAM):
+        with open(URING_PARAM) as f:
+            uring_was = f.read().strip()
+        with open(URING_PARAM, "w") as f:
+            f.write("Y")
+    try:
+        _bench_small(args, work, ds, rows)
+    finally:
+        if uring_was is not None:
+            with open(URING_PARAM, "w") as f:
+                f.write(uring_was)
+
+
+def _bench_small(args, work, ds, rows):
     cs = make_contenders(ds, args, work)
     n = write_lists(ds, args, work)
     print(f"small: {len(cs)} contenders, {n} of {args.files} files a pass, "

@@ -8,6 +8,7 @@ Every figure is the median over the repeats of one run; "spread" is min-max of t
 Ratios are ratios of medians from the same run.
 """
 import collections
+import itertools
 import json
 import os
 import shutil
@@ -164,8 +165,11 @@ def targets(rows, s):
                                   ("cold", "path", (("loose", 1.0),)),
                                   ("warm", "path", (("loose", 1.0),)),
                                   ("warm", "scan", (("loose", 1.0),))):
-        for t in (2, 8):
-            p = s.rate((cache, pattern, t, "packfs"))
+        # packfs over FUSE io_uring is judged too, when the kernel let the run measure it.
+        for name, t in itertools.product(("packfs", "packfs -o io_uring"), (2, 8)):
+            p = s.rate((cache, pattern, t, name))
+            if name != "packfs" and not p:
+                continue
             for other, limit in goals + (("fuse-zip", 5.0), ("archivemount", 5.0)):
                 if cache == "warm" and other != "loose" and pattern == "scan":
                     continue
@@ -174,7 +178,7 @@ def targets(rows, s):
                 shown = f"{v:.2f}× ({fmt_rate(p)} vs {fmt_rate(o)} files/s)" if v else ""
                 if other in ("fuse-zip", "archivemount") and (cache, pattern, t, other) in s.slow:
                     shown += f"; {other} {s.slow[(cache, pattern, t, other)]}"
-                check(f"packfs ≥ {limit}× {other}, {cache}, {pattern}, {t} threads", v,
+                check(f"{name} ≥ {limit}× {other}, {cache}, {pattern}, {t} threads", v,
                       lambda x, l=limit: x >= l, shown)
     large = group(rows, "large", "job", "cache", "contender", field="MBps")
     p, raw = med(large.get(("seq 1M", "cold", "packfs"), [])), \

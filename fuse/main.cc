@@ -370,6 +370,14 @@ int RunMount(const Plan& plan, int ready_fd) {
     // Its counters go into the user.packfs.stats attribute beside the request counters.
     opened.fs.extra_stats = [r = *reader] { return r->StatsJson(); };
   }
+  std::shared_ptr<UringCounters> uring_counters;
+  if (plan.mount.io_uring) {
+    // The ring's counters join the stats attribute too.
+    uring_counters = std::make_shared<UringCounters>();
+    opened.fs.extra_stats = [c = uring_counters, before = opened.fs.extra_stats] {
+      return (before ? before() + ", " : std::string()) + c->Json();
+    };
+  }
   Result<std::unique_ptr<Filesystem>> fs = OpenFilesystem(opened, log);
   if (!fs.ok()) return fail(fs.status());
   ServeConfig config;
@@ -382,6 +390,8 @@ int RunMount(const Plan& plan, int ready_fd) {
   params.fuse_options = FuseOptionString(plan.mount, plan.sources.front(), config.max_read);
   params.threads = plan.threads;
   params.debug = plan.debug;
+  params.io_uring = plan.mount.io_uring;
+  params.uring_counters = uring_counters;
   bool daemon = ready_fd >= 0;
   auto on_ready = [&log, &ready_fd, daemon] {
     if (!daemon) return;
@@ -471,7 +481,8 @@ int main(int argc, char** argv) {
                "foreground, trace every FUSE request, print the stats at unmount");
   app.add_option("-o", cli.o,
                  "mount options: allow_other, uid=N, gid=N, umask=OCTAL, max_read=N, "
-                 "catalog=PATH|none, threads=N, on_collision=first|last, nozerocopy, open, ...")
+                 "catalog=PATH|none, threads=N, on_collision=first|last, nozerocopy, open, "
+                 "io_uring, ...")
       ->allow_extra_args(false);
   app.add_option("--threads", cli.threads, "FUSE worker threads (default 8)")
       ->check(CLI::Range(1, 1024));

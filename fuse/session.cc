@@ -1,6 +1,7 @@
 // Session: libfuse session setup, mount, multi-threaded loop, unmount.
 #include "fuse/session.h"
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -53,6 +54,14 @@ Status ServeMount(const Filesystem& fs, const ServeConfig& config, const Session
   state.log = &log;
   state.config = config;
   state.on_ready = std::move(on_ready);
+  std::string no_uring;
+  const bool uring = params.io_uring && UringTransport::KernelAllows(&no_uring);
+  if (params.io_uring && !uring) {
+    log.Warning("-o io_uring: " + no_uring + "; serving through /dev/fuse");
+    if (params.uring_counters) params.uring_counters->failed.store(true);
+  }
+  // Replies through the ring are copied into its buffers: no replies from the shard fd.
+  if (uring) state.config.zero_copy = false;
 
   std::vector<std::string> args_s = {"packfs", "-o", params.fuse_options};
   if (params.debug) args_s.push_back("-d");
@@ -70,9 +79,28 @@ Status ServeMount(const Filesystem& fs, const ServeConfig& config, const Session
                                    params.fuse_options + "'");
   }
   {
+    // Declared before `mounted`: its threads are woken and joined after the unmount, and its
+    // rings closed before the session (and its /dev/fuse fd) is destroyed.
+    std::unique_ptr<UringTransport> ring;
     MountedSession mounted(se.get());
     PACKFS_RETURN_IF_ERROR(mounted.InstallSignals());
     PACKFS_RETURN_IF_ERROR(mounted.Mount(params.mountpoint));
+    if (uring) {
+      UringTransport::Options opts;
+      const int queues = std::max(1, UringTransport::QueueCount());
+      opts.threads_per_queue = std::max(1, (std::max(1, params.threads) + queues - 1) / queues);
+      opts.payload_bytes = std::max<size_t>(size_t{1} << 20, config.max_read);
+      auto counters = params.uring_counters ? params.uring_counters
+                                            : std::make_shared<UringCounters>();
+      ring = std::make_unique<UringTransport>(se.get(), log, counters, opts);
+      Status hooked = ring->InstallIo();
+      if (hooked.ok()) {
+        ring->Start();
+      } else {
+        log.Warning(hooked.message() + "; serving through /dev/fuse");
+        counters->failed.store(true);
+      }
+    }
     std::unique_ptr<fuse_loop_config, LoopConfigDeleter> loop(fuse_loop_cfg_create());
     if (!loop) return Status::IOError("out of memory creating the session loop");
     unsigned threads = static_cast<unsigned>(params.threads > 0 ? params.threads : 1);

@@ -7,11 +7,13 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "core/filesystem.h"
 #include "fuse/logger.h"
 #include "fuse/lowlevel_ops.h"
+#include "fuse/uring_transport.h"
 
 namespace packfs {
 
@@ -20,6 +22,10 @@ struct SessionParams {
   std::string fuse_options;  // the -o string for libfuse
   int threads = 8;
   bool debug = false;        // libfuse request tracing on stderr
+  // Serve requests over FUSE io_uring when the kernel allows it (fuse/uring_transport.h);
+  // otherwise a warning and /dev/fuse. Its counters go here (may be null).
+  bool io_uring = false;
+  std::shared_ptr<UringCounters> uring_counters;
 };
 
 // Returns OK after a clean unmount. Fails (before anything is served, leaving nothing mounted)

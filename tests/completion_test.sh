@@ -100,6 +100,7 @@ expect_only "packfs --catalog no" none notadir
 expect_has "packfs -o " allow_other
 expect_only "packfs -o ro,allow_other,um" ro,allow_other,umask=
 expect_only "packfs -o nozero" nozerocopy
+expect_only "packfs -o io_" io_uring
 expect_only "packfs media/set m" media mnt
 expect_only "packfs -f --threads 4 media/set mn" mnt
 # Every mount option packfs(1) documents under MOUNT OPTIONS is offered.

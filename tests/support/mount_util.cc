@@ -42,6 +42,14 @@ for i in range(0, max(len(keys), 1), per):
             z.write(os.path.join(tree, k), k)
 )PY";
 
+// PACKFS_TEST_MOUNT_OPTIONS=LIST runs every test mount with `-o LIST` (e.g. io_uring, to run
+// the FUSE suites over the ring by hand).
+std::vector<std::string> ExtraMountOptions() {
+  const char* opts = std::getenv("PACKFS_TEST_MOUNT_OPTIONS");
+  if (opts == nullptr || *opts == '\0') return {};
+  return {"-o", opts};
+}
+
 }  // namespace
 
 bool FuseAvailable() { return ::access("/dev/fuse", R_OK | W_OK) == 0 && HasCommand("fusermount3"); }
@@ -68,6 +76,8 @@ Mount::Mount(const std::vector<std::string>& sources, const std::string& mountpo
              const std::vector<std::string>& args)
     : mountpoint_(Absolute(mountpoint)) {
   std::vector<std::string> argv = {PackfsPath()};
+  std::vector<std::string> extra = ExtraMountOptions();
+  argv.insert(argv.end(), extra.begin(), extra.end());
   argv.insert(argv.end(), args.begin(), args.end());
   argv.insert(argv.end(), sources.begin(), sources.end());
   argv.push_back(mountpoint_);
@@ -107,7 +117,8 @@ ForegroundPackfs::ForegroundPackfs(const std::vector<std::string>& args,
     std::vector<char*> argv;
     std::string bin = PackfsPath();
     argv.push_back(bin.data());
-    std::vector<std::string> copy = args;
+    std::vector<std::string> copy = ExtraMountOptions();
+    copy.insert(copy.end(), args.begin(), args.end());
     for (auto& a : copy) argv.push_back(a.data());
     argv.push_back(nullptr);
     ::execv(bin.c_str(), argv.data());
