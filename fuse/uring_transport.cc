@@ -15,7 +15,8 @@
 #include <sstream>
 
 namespace packfs {
-namespace {
+// Named, not anonymous: UringTransport::Entry (a member type of a class with linkage) holds them.
+namespace uring_abi {
 
 // The kernel ABI (include/uapi/linux/fuse.h, protocol 7.42); Debian 12's headers predate it.
 constexpr uint32_t kCmdRegister = 1;
@@ -56,6 +57,18 @@ struct CmdReq {
 static_assert(sizeof(InHeader) == 40 && sizeof(OutHeader) == 16);
 static_assert(sizeof(ReqHeader) == 288 && sizeof(CmdReq) == 24);
 
+}  // namespace uring_abi
+
+namespace {
+
+using uring_abi::CmdReq;
+using uring_abi::kCmdCommitAndFetch;
+using uring_abi::kCmdRegister;
+using uring_abi::kSqeCmdOffset;
+using uring_abi::InHeader;
+using uring_abi::OutHeader;
+using uring_abi::ReqHeader;
+
 std::string ReadSmallFile(const char* path) {
   std::ifstream in(path);
   std::string text;
@@ -80,7 +93,7 @@ struct UringTransport::Entry {
   Ring* ring = nullptr;
   void* mem = MAP_FAILED;  // one mapping: header page, then payload
   size_t mem_size = 0;
-  ReqHeader* header = nullptr;
+  uring_abi::ReqHeader* header = nullptr;
   uint8_t* payload = nullptr;
   size_t payload_size = 0;
   iovec iov[2] = {};
