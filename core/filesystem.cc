@@ -6,6 +6,8 @@
 // keeps no lookup counts: forget is a no-op and any id can be resolved at any time.
 #include "core/filesystem.h"
 
+#include <fcntl.h>
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -220,6 +222,19 @@ Result<size_t> Filesystem::Read(uint64_t ino, uint64_t offset, std::span<uint8_t
                           ReadCopy(ino, offset, buf.size(), &scratch));
   if (!got.empty()) std::memcpy(buf.data(), got.data(), got.size());
   return got.size();
+}
+
+void Filesystem::Prefetch(uint64_t ino, uint64_t max_bytes) const {
+  Result<Node> file = GetFile(ino);
+  if (!file.ok() || file->size == 0 || file->size > max_bytes) return;
+  SourceNode src = ToSource(*file);
+  if (src.set->raw_members()) return;  // loose or synthesized: no member range to hint
+  Result<ShardLease> lease = src.set->OpenShard(src.node.shard);
+  if (!lease.ok() || (*lease)->fd() < 0) return;
+  const uint64_t from = std::min(src.node.local_header_offset, src.node.data_offset);
+  const uint64_t to = src.node.data_offset + src.node.size;
+  (void)::posix_fadvise((*lease)->fd(), static_cast<off_t>(from), static_cast<off_t>(to - from),
+                        POSIX_FADV_WILLNEED);
 }
 
 Result<std::optional<std::string>> Filesystem::GetXattr(uint64_t ino,

@@ -113,6 +113,10 @@ class Filesystem {
                                             std::vector<uint8_t>* scratch) const;
   // ReadCopy into `buf`: returns the byte count.
   Result<size_t> Read(uint64_t ino, uint64_t offset, std::span<uint8_t> buf) const;
+  // Starts reading file `ino` (its local header included) into the page cache in the background
+  // when it is at most `max_bytes` and lies in a local shard, so that the read that usually
+  // follows a lookup finds its bytes there. Best effort: errors surface at the read.
+  void Prefetch(uint64_t ino, uint64_t max_bytes) const;
 
   // Extended attributes. nullopt: no such attribute on this node (ENODATA).
   Result<std::optional<std::string>> GetXattr(uint64_t ino, std::string_view name) const;

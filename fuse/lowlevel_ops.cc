@@ -110,6 +110,11 @@ void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
       return;
     }
     fuse_entry_param e = ToEntry(s, **r);
+    // A lookup by path is nearly always followed by a read: start the disk read now, so it
+    // overlaps the round trips of the reply, the open and the READ request.
+    if (s.config.prefetch_max > 0 && !(*r)->is_dir()) {
+      s.fs->Prefetch(e.ino, s.config.prefetch_max);
+    }
     fuse_reply_entry(req, &e);
   });
 }

@@ -33,6 +33,8 @@ struct ServeConfig {
   // through a pipe); larger ones are zero-copy.
   size_t zero_copy_min = 128 * 1024;
   bool no_open = true;     // answer open with ENOSYS when the kernel supports it
+  // A LOOKUP of a file up to this size starts reading its bytes into the page cache (0: never).
+  uint64_t prefetch_max = 1u << 20;
   // Largest READ we ask the kernel for (1 MiB: large members stream at disk speed). It is
   // also the max_read mount option, which libfuse wants repeated in INIT.
   unsigned max_read = 1u << 20;

@@ -384,6 +384,7 @@ int RunMount(const Plan& plan, int ready_fd) {
   config.zero_copy = plan.mount.zero_copy;
   config.splice = plan.mount.splice;
   config.no_open = plan.mount.no_open;
+  if (!plan.mount.prefetch) config.prefetch_max = 0;
   config.max_read = plan.mount.max_read.value_or(config.max_read);
   SessionParams params;
   params.mountpoint = plan.mountpoint;

@@ -73,6 +73,8 @@ Status ParseMountOptions(std::string_view list, MountOptions* out) {
       out->zero_copy = false;
     } else if (opt == "nosplice") {
       out->splice = false;
+    } else if (opt == "noprefetch") {
+      out->prefetch = false;
     } else if (opt == "io_uring") {
       out->io_uring = true;
     } else if (opt == "open") {

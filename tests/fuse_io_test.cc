@@ -7,7 +7,11 @@
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
 
 #include <atomic>
 #include <cstring>
@@ -91,6 +95,75 @@ TEST_F(FuseIoTest, ReadsPastEndAreShort) {
   EXPECT_EQ(::pread(fd, buf.data(), 100, static_cast<off_t>(want.size())), 0);
   EXPECT_EQ(::pread(fd, buf.data(), 100, 1 << 30), 0);
   ::close(fd);
+}
+
+// Pages of [off, off + len) of `path` that are in the page cache (mincore of a mapping, which
+// faults nothing in).
+size_t ResidentPages(const std::string& path, uint64_t off, uint64_t len, size_t* total) {
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t start = off / page * page;
+  const size_t span = static_cast<size_t>(off + len - start);
+  *total = (span + page - 1) / page;
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return 0;
+  void* map = ::mmap(nullptr, span, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(start));
+  ::close(fd);
+  if (map == MAP_FAILED) return 0;
+  std::vector<unsigned char> in(*total);
+  size_t resident = 0;
+  if (::mincore(map, span, in.data()) == 0) {
+    for (unsigned char c : in) resident += c & 1;
+  }
+  ::munmap(map, span);
+  return resident;
+}
+
+std::string Xattr(const std::string& path, const char* name) {
+  char value[4096] = {};
+  ssize_t n = ::getxattr(path.c_str(), name, value, sizeof value - 1);
+  return n > 0 ? std::string(value, static_cast<size_t>(n)) : "";
+}
+
+// A lookup by path starts reading a small file into the page cache (the read that follows then
+// finds it there); -o noprefetch does not.
+TEST_F(FuseIoTest, LookupStartsReadingASmallFileUnlessNoprefetch) {
+  struct Probe {
+    size_t resident = 0;
+    size_t total = 0;
+  };
+  // stat (the lookup), then where the member lies, then what of it is cached.
+  auto probe = [](const std::string& file, int wait_ms) {
+    struct stat st;
+    EXPECT_EQ(::stat(file.c_str(), &st), 0) << file;
+    const std::string shard = Xattr(file, "user.packfs.shard");
+    const uint64_t off = std::stoull(Xattr(file, "user.packfs.offset"));
+    Probe p;
+    for (int waited = 0;; waited += 10) {
+      p.resident = ResidentPages(shard, off, static_cast<uint64_t>(st.st_size), &p.total);
+      if (p.resident == p.total || waited >= wait_ms) return p;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  };
+  ASSERT_EQ(::mkdir((tmp_ / "mnt2").c_str(), 0755), 0);
+  {
+    Mount off({tmp_ / "media"}, tmp_ / "mnt2", {"-o", "noprefetch"});
+    ASSERT_TRUE(off.ok()) << off.result().err;
+    // Both mounts are up (indexing the shards read some of them): empty the shards' cache.
+    for (const auto& e : std::filesystem::directory_iterator(tmp_ / "media")) {
+      int fd = ::open(e.path().c_str(), O_RDONLY);
+      ASSERT_GE(fd, 0);
+      ::fdatasync(fd);
+      ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+      ::close(fd);
+    }
+    Probe p = probe(tmp_ / "mnt2/small/10.bin", 300);
+    EXPECT_GT(p.total, 0u);
+    EXPECT_EQ(p.resident, 0u) << "noprefetch: the lookup read the file";
+  }
+  Probe p = probe(Mnt("small/20.bin"), 3000);
+  EXPECT_GT(p.total, 0u);
+  EXPECT_EQ(p.resident, p.total) << "the lookup did not bring the file into the page cache";
+  EXPECT_EQ(testing::ReadFile(Mnt("small/20.bin")), small_[20]);
 }
 
 TEST_F(FuseIoTest, Mmap) {
