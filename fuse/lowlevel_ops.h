@@ -21,6 +21,8 @@
 
 namespace packfs {
 
+class UringTransport;
+
 struct ServeConfig {
   // Nothing in a mount ever changes, so the kernel may keep names, attributes and negative
   // lookups for as long as it likes (a year); every cached answer saves a request.
@@ -50,6 +52,8 @@ struct SessionState {
   ReadBuffers read_buffers;
   // Called once from the INIT callback: the mount now answers requests.
   std::function<void()> on_ready;
+  // The io_uring transport when the mount has one (its session hooks find it here).
+  UringTransport* uring = nullptr;
 };
 
 // The operation table (read-only ops implemented; every mutating op replies EROFS).

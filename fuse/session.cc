@@ -93,6 +93,7 @@ Status ServeMount(const Filesystem& fs, const ServeConfig& config, const Session
       auto counters = params.uring_counters ? params.uring_counters
                                             : std::make_shared<UringCounters>();
       ring = std::make_unique<UringTransport>(se.get(), log, counters, opts);
+      state.uring = ring.get();
       Status hooked = ring->InstallIo();
       if (hooked.ok()) {
         ring->Start();

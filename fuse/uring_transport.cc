@@ -22,6 +22,13 @@ namespace uring_abi {
 constexpr uint32_t kCmdRegister = 1;
 constexpr uint32_t kCmdCommitAndFetch = 2;
 constexpr size_t kSqeCmdOffset = 48;  // the command area of a 128-byte SQE
+constexpr uint32_t kOpInit = 26;               // FUSE_INIT
+constexpr uint32_t kInitExt = 1u << 30;        // FUSE_INIT_EXT: flags2 is valid
+constexpr uint32_t kOverIoUring2 = 1u << 9;    // FUSE_OVER_IO_URING (bit 41) in flags2
+constexpr size_t kInitInFlags = 40 + 12;       // fuse_init_in.flags after the in header
+constexpr size_t kInitInFlags2 = 40 + 16;      // fuse_init_in.flags2
+constexpr size_t kInitOutFlags = 12;           // fuse_init_out.flags
+constexpr size_t kInitOutFlags2 = 32;          // fuse_init_out.flags2
 
 struct InHeader {
   uint32_t len;  // the classic request's length: header + all in-args
@@ -64,6 +71,13 @@ namespace {
 using uring_abi::CmdReq;
 using uring_abi::kCmdCommitAndFetch;
 using uring_abi::kCmdRegister;
+using uring_abi::kInitExt;
+using uring_abi::kInitInFlags;
+using uring_abi::kInitInFlags2;
+using uring_abi::kInitOutFlags;
+using uring_abi::kInitOutFlags2;
+using uring_abi::kOpInit;
+using uring_abi::kOverIoUring2;
 using uring_abi::kSqeCmdOffset;
 using uring_abi::InHeader;
 using uring_abi::OutHeader;
@@ -159,22 +173,69 @@ ssize_t Commit(UringTransport::Entry* e, OutHeader out, const iovec* args, int c
   return static_cast<ssize_t>(sizeof out + total);
 }
 
-ssize_t HookWritev(int fd, struct iovec* iov, int count, void*) {
-  UringTransport::Entry* e = t_current;
+uint32_t Load32(const void* base, size_t at) {
+  uint32_t v;
+  std::memcpy(&v, static_cast<const uint8_t*>(base) + at, sizeof v);
+  return v;
+}
+
+}  // namespace
+
+UringTransport* UringTransport::Of(void* userdata) {
+  return userdata == nullptr ? nullptr : static_cast<SessionState*>(userdata)->uring;
+}
+
+ssize_t UringTransport::HookRead(int fd, void* buf, size_t len, void* userdata) {
+  const ssize_t n = ::read(fd, buf, len);
+  UringTransport* t = Of(userdata);
+  if (t != nullptr && !t->init_seen_.load(std::memory_order_relaxed) &&
+      n >= static_cast<ssize_t>(kInitInFlags2 + 4)) {
+    InHeader in;
+    std::memcpy(&in, buf, sizeof in);
+    if (in.opcode == kOpInit) {
+      // Whether the kernel offers FUSE_OVER_IO_URING (it does while enable_uring is Y).
+      t->init_offers_ring_ = (Load32(buf, kInitInFlags) & kInitExt) != 0 &&
+                             (Load32(buf, kInitInFlags2) & kOverIoUring2) != 0;
+      t->init_unique_ = in.unique;
+      t->init_seen_.store(true);
+    }
+  }
+  return n;
+}
+
+ssize_t UringTransport::HookWritev(int fd, struct iovec* iov, int count, void* userdata) {
+  Entry* e = t_current;
   if (e != nullptr && !e->committed && count >= 1 && iov[0].iov_len >= sizeof(OutHeader)) {
     OutHeader out;
     std::memcpy(&out, iov[0].iov_base, sizeof out);
     if (out.unique == e->unique) return Commit(e, out, iov + 1, count - 1);
   }
+  UringTransport* t = Of(userdata);
+  if (t != nullptr && t->init_seen_.load() && !t->init_answered_ && count >= 2 &&
+      iov[0].iov_len >= sizeof(OutHeader) && iov[1].iov_len >= kInitOutFlags2 + 4) {
+    OutHeader out;
+    std::memcpy(&out, iov[0].iov_base, sizeof out);
+    if (out.unique == t->init_unique_) {
+      t->init_answered_ = true;
+      // libfuse 3.14 cannot ask for the ring itself. Asking in INIT binds this connection to
+      // it: the kernel then holds new requests until every queue is registered (or a REGISTER
+      // fails), and takes ring commands whatever enable_uring says later.
+      if (out.error == 0 && t->init_offers_ring_ && t->started_.load()) {
+        uint8_t* arg = static_cast<uint8_t*>(iov[1].iov_base);
+        const uint32_t flags = Load32(arg, kInitOutFlags) | kInitExt;
+        const uint32_t flags2 = Load32(arg, kInitOutFlags2) | kOverIoUring2;
+        std::memcpy(arg + kInitOutFlags, &flags, sizeof flags);
+        std::memcpy(arg + kInitOutFlags2, &flags2, sizeof flags2);
+        t->counters_->bound.store(true);
+      }
+    }
+  }
   return ::writev(fd, iov, count);
 }
 
-ssize_t HookRead(int fd, void* buf, size_t len, void*) { return ::read(fd, buf, len); }
-
-}  // namespace
-
 std::string UringCounters::Json() const {
   return "\"io_uring\": {\"requests\": " + std::to_string(requests.load()) +
+         ", \"bound\": " + (bound.load() ? "true" : "false") +
          ", \"failed\": " + (failed.load() ? "true" : "false") + "}";
 }
 
@@ -293,6 +354,7 @@ void UringTransport::Start() {
   }
   rings_ = std::move(rings);
   for (auto& ring : rings_) threads_.emplace_back([this, r = ring.get()] { RunRing(r); });
+  started_.store(true);  // every queue will register: INIT may bind the connection to the ring
 }
 
 void UringTransport::RunRing(Ring* r) {

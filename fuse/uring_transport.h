@@ -6,10 +6,11 @@
 // request (in header, op header, payload) and handed to fuse_session_process_buf; the reply
 // that the same thread then writes is caught by a custom-io writev hook, copied into the
 // entry's buffers and committed with COMMIT_AND_FETCH, which also waits for the next request.
-// The INIT reply is left as libfuse writes it (without FUSE_OVER_IO_URING): the kernel takes
-// REGISTER because enable_uring is Y and switches to the ring once every possible CPU's queue
-// has an entry; until then (or if REGISTER fails) everything stays on /dev/fuse. See
-// fuse/IO_URING.md for the kernel ABI and its sources.
+// The INIT reply gets FUSE_OVER_IO_URING added (libfuse 3.14 cannot ask for it) when the kernel
+// offered it and every ring thread is running: the kernel then holds new requests until every
+// possible CPU's queue has an entry, switches to the ring, and keeps taking ring commands even
+// if enable_uring is turned off later. A REGISTER that fails unbinds the connection and
+// everything stays on /dev/fuse. See fuse/IO_URING.md for the kernel ABI and its sources.
 //
 // Threads: `threads_per_queue` threads per queue (one queue per possible CPU), each with its own
 // io_uring and one entry, so the kernel hands a request only to an idle thread. They end when
@@ -33,6 +34,7 @@ namespace packfs {
 // Counters readable while mounted (user.packfs.stats); shared with the stats callback.
 struct UringCounters {
   std::atomic<uint64_t> requests{0};    // requests served through the ring
+  std::atomic<bool> bound{false};       // INIT bound the connection to the ring
   std::atomic<uint32_t> registered{0};  // entries the kernel accepted
   std::atomic<bool> failed{false};      // REGISTER was refused: serving through /dev/fuse
   std::string Json() const;             // "io_uring": {...}
@@ -65,6 +67,11 @@ class UringTransport {
   struct Ring;
 
  private:
+  // The custom-io hooks of the session (userdata: its SessionState): they note the INIT
+  // request, ask for the ring in its reply, and turn replies to ring requests into commits.
+  static ssize_t HookRead(int fd, void* buf, size_t len, void* userdata);
+  static ssize_t HookWritev(int fd, struct iovec* iov, int count, void* userdata);
+  static UringTransport* Of(void* userdata);
   void RunRing(Ring* ring);
   void Serve(Entry* e);
 
@@ -75,6 +82,12 @@ class UringTransport {
   int fd_ = -1;
   int efd_ = -1;  // written once to wake every ring thread at the end
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> started_{false};    // every ring thread is running
+  // INIT, seen by the hooks on libfuse's loop thread (set before init_seen_ is).
+  uint64_t init_unique_ = 0;
+  bool init_offers_ring_ = false;
+  std::atomic<bool> init_seen_{false};
+  bool init_answered_ = false;
   std::vector<std::unique_ptr<Ring>> rings_;
   std::vector<std::thread> threads_;
 };

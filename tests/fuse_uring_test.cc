@@ -82,6 +82,8 @@ class FuseUringTest : public ::testing::Test {
       small_.push_back(testing::RandomBytes(1000 + static_cast<size_t>(i) * 777, 500 + i));
       testing::WriteFile(tmp_ / ("tree/d" + std::to_string(i % 4) + "/" + Name(i)), small_.back());
     }
+    extra_ = testing::RandomBytes(20000, 99);  // read by no helper: its reads are new requests
+    testing::WriteFile(tmp_ / "tree/extra.bin", extra_);
     testing::MakePythonPack(tmp_ / "tree", tmp_ / "media", 16);
     ASSERT_EQ(::mkdir((tmp_ / "mnt").c_str(), 0755), 0);
   }
@@ -121,6 +123,7 @@ class FuseUringTest : public ::testing::Test {
   static inline std::string old_param_;
   TempDir tmp_;
   std::string big_;
+  std::string extra_;
   std::vector<std::string> small_;
 };
 
@@ -140,7 +143,7 @@ TEST_F(FuseUringTest, ServesEveryReadThroughTheRing) {
   EXPECT_EQ(::pread(fd, &c, 1, static_cast<off_t>(big_.size()) + 4096), 0);
   ::close(fd);
   // Listings, attributes, extended attributes and refusals come back through it too.
-  EXPECT_EQ(testing::Sh("find '" + (tmp_ / "mnt") + "' | wc -l").out, "54\n");  // 48+4+1+1
+  EXPECT_EQ(testing::Sh("find '" + (tmp_ / "mnt") + "' | wc -l").out, "55\n");  // 49+4+1+1
   struct stat st;
   ASSERT_EQ(::stat(Small(5).c_str(), &st), 0);
   EXPECT_EQ(static_cast<size_t>(st.st_size), small_[5].size());
@@ -164,6 +167,19 @@ TEST_F(FuseUringTest, ServesEveryReadThroughTheRing) {
   EXPECT_GE(lookups, 48u);
   EXPECT_GE(ring, reads + lookups) << stats.dump();
   EXPECT_EQ(stats["errors"].get<uint64_t>(), 0u);
+  EXPECT_TRUE(stats["io_uring"]["bound"].get<bool>()) << stats.dump();
+
+  // Bound to the ring by INIT, the connection keeps it when enable_uring is turned off: new
+  // requests (a lookup and reads of a file nobody read yet) are still answered through it.
+  // (Unbound, the kernel would refuse the commits and these would wait forever; the timeout
+  // turns that into a failure.)
+  SetParam("N");
+  auto cat = testing::Sh("timeout -s KILL 20 cat '" + (tmp_ / "mnt/extra.bin") + "'");
+  SetParam("Y");
+  EXPECT_TRUE(cat.out == extra_) << "read " << cat.out.size() << " bytes of " << extra_.size()
+                                 << "; " << cat.err;
+  json after = Stats(m.path());
+  EXPECT_GE(after["io_uring"]["requests"].get<uint64_t>(), ring + 2) << after.dump();
 }
 
 TEST_F(FuseUringTest, WhenTheKernelSaysNoTheMountServesThroughDevFuse) {
