@@ -115,10 +115,14 @@ Filesystem::SourceNode Filesystem::ToSource(const Node& merged) const {
   return out;
 }
 
-Result<std::optional<Attr>> Filesystem::Lookup(uint64_t parent, std::string_view name) const {
+Result<std::optional<Attr>> Filesystem::Lookup(uint64_t parent, std::string_view name,
+                                               uint64_t prefetch_max) const {
   // One query on the hot path: only a miss needs to know whether `parent` is a directory.
   PACKFS_ASSIGN_OR_RETURN(std::optional<Node> child, catalog_->Lookup(parent, name));
-  if (child) return std::optional<Attr>(MakeAttr(*child));
+  if (child) {
+    Prefetch(*child, prefetch_max);
+    return std::optional<Attr>(MakeAttr(*child));
+  }
   PACKFS_ASSIGN_OR_RETURN(Node dir, GetNode(parent));
   if (!dir.is_dir()) {
     return Status::IOError("'" + QuoteKey(KeyOrId(dir)) + "' is not a directory", ENOTDIR);
@@ -224,10 +228,9 @@ Result<size_t> Filesystem::Read(uint64_t ino, uint64_t offset, std::span<uint8_t
   return got.size();
 }
 
-void Filesystem::Prefetch(uint64_t ino, uint64_t max_bytes) const {
-  Result<Node> file = GetFile(ino);
-  if (!file.ok() || file->size == 0 || file->size > max_bytes) return;
-  SourceNode src = ToSource(*file);
+void Filesystem::Prefetch(const Node& file, uint64_t max_bytes) const {
+  if (file.is_dir() || file.size == 0 || file.size > max_bytes) return;
+  SourceNode src = ToSource(file);
   if (src.set->raw_members()) return;  // loose or synthesized: no member range to hint
   Result<ShardLease> lease = src.set->OpenShard(src.node.shard);
   if (!lease.ok() || (*lease)->fd() < 0) return;

@@ -94,7 +94,11 @@ class Filesystem {
 
   // The child `name` of directory `parent`; nullopt when there is none (a cacheable negative
   // answer). NotFound when `parent` is unknown; an ENOTDIR error when it is a file.
-  Result<std::optional<Attr>> Lookup(uint64_t parent, std::string_view name) const;
+  // When the child is a file of at most `prefetch_max` bytes in a local shard, its bytes (local
+  // header included) start coming into the page cache in the background, so that the read that
+  // usually follows a lookup finds them there. Best effort: errors surface at the read.
+  Result<std::optional<Attr>> Lookup(uint64_t parent, std::string_view name,
+                                     uint64_t prefetch_max = 0) const;
   Result<Attr> GetAttr(uint64_t ino) const;
 
   // Entries of directory `ino` starting at `offset` (0 = start; "." and ".." come first), at most
@@ -113,10 +117,6 @@ class Filesystem {
                                             std::vector<uint8_t>* scratch) const;
   // ReadCopy into `buf`: returns the byte count.
   Result<size_t> Read(uint64_t ino, uint64_t offset, std::span<uint8_t> buf) const;
-  // Starts reading file `ino` (its local header included) into the page cache in the background
-  // when it is at most `max_bytes` and lies in a local shard, so that the read that usually
-  // follows a lookup finds its bytes there. Best effort: errors surface at the read.
-  void Prefetch(uint64_t ino, uint64_t max_bytes) const;
 
   // Extended attributes. nullopt: no such attribute on this node (ENODATA).
   Result<std::optional<std::string>> GetXattr(uint64_t ino, std::string_view name) const;
@@ -149,6 +149,7 @@ class Filesystem {
   Attr MakeAttr(const Node& node) const;
   Result<Node> GetNode(uint64_t ino) const;
   Result<Node> GetFile(uint64_t ino) const;
+  void Prefetch(const Node& file, uint64_t max_bytes) const;  // see Lookup
   SourceNode ToSource(const Node& merged) const;
   std::string KeyOrId(const Node& node) const;
 

@@ -99,7 +99,9 @@ void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   Guard(req, "lookup", [&] {
     SessionState& s = State(req);
     s.fs->stats().Count(RequestKind::kLookup);
-    Result<std::optional<Attr>> r = s.fs->Lookup(parent, name);
+    // A lookup by path is nearly always followed by a read: the disk read of a small file
+    // starts now, overlapping the round trips of the reply, the open and the READ request.
+    Result<std::optional<Attr>> r = s.fs->Lookup(parent, name, s.config.prefetch_max);
     if (!r.ok()) return ReplyStatus(req, "lookup", r.status());
     if (!*r) {
       // A negative entry (ino 0) with a timeout: the kernel caches the absence of the name.
@@ -110,11 +112,6 @@ void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
       return;
     }
     fuse_entry_param e = ToEntry(s, **r);
-    // A lookup by path is nearly always followed by a read: start the disk read now, so it
-    // overlaps the round trips of the reply, the open and the READ request.
-    if (s.config.prefetch_max > 0 && !(*r)->is_dir()) {
-      s.fs->Prefetch(e.ino, s.config.prefetch_max);
-    }
     fuse_reply_entry(req, &e);
   });
 }
