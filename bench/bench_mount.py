@@ -13,7 +13,7 @@ import subprocess
 import time
 from contextlib import nullcontext
 
-from common import Broken, drop_caches, sh, unmount
+from common import Broken, drop_caches, sh, unmount, uring_enabled
 
 
 def ensure_members_set(args, work, n, one_zip=False, ds=None):
@@ -97,26 +97,12 @@ def measure_mount(cmd, mnt, probe, budget, find_budget):
             p.wait()
 
 
-URING_PARAM = "/sys/module/fuse/parameters/enable_uring"
-
-
 def bench_mount(args, work, ds, rows):
-    """Sets the fuse module's enable_uring for the run when the kernel has it (puts it back)."""
-    uring_was = None
-    if os.path.exists(URING_PARAM):
-        with open(URING_PARAM) as f:
-            uring_was = f.read().strip()
-        with open(URING_PARAM, "w") as f:
-            f.write("Y")
-    try:
-        _bench_mount(args, work, ds, rows, uring_was)
-    finally:
-        if uring_was is not None:
-            with open(URING_PARAM, "w") as f:
-                f.write(uring_was)
+    with uring_enabled() as uring:
+        _bench_mount(args, work, ds, rows, uring)
 
 
-def _bench_mount(args, work, ds, rows, uring_was):
+def _bench_mount(args, work, ds, rows, uring):
     packfs = os.path.join(args.build, "packfs")
     mnt = os.path.join(work, "mnt", "start")
     probe = "d0000/0000000.bin"
@@ -129,7 +115,7 @@ def _bench_mount(args, work, ds, rows, uring_was):
         contenders = {"packfs (catalog)": [packfs, "-f", d, mnt],
                       "packfs --catalog none": [packfs, "-f", "--catalog", "none", d, mnt],
                       "fuse-zip": ["fuse-zip", "-f", "-r", one, mnt]}
-        if uring_was is not None:  # FUSE over io_uring (packfs -o io_uring)
+        if uring:  # FUSE over io_uring (packfs -o io_uring)
             contenders["packfs (catalog) -o io_uring"] = [packfs, "-f", "-o", "io_uring", d, mnt]
         slow, find_slow = set(), set()
         for r in range(args.repeat):

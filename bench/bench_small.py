@@ -19,7 +19,8 @@ import json
 import os
 import subprocess
 
-from common import Broken, TooSlow, drop_caches, mount, packfs_stats, unmount
+from common import (Broken, TooSlow, drop_caches, mount, packfs_stats, unmount,
+                    uring_enabled)
 
 # Contenders whose failure means the benchmark (or packfs) is broken; the others are third-party
 # tools whose failure is a finding, recorded in the results.
@@ -29,8 +30,6 @@ OURS = ("loose", "raw pread", "packfs")
 def ours(name):
     return name in OURS or name.startswith("packfs")
 CHECK_FILES = 300  # files per contender compared byte for byte before measuring
-# The kernel takes FUSE io_uring commands only while this is Y (Linux 6.14+).
-URING_PARAM = "/sys/module/fuse/parameters/enable_uring"
 
 
 class Contender:
@@ -63,7 +62,7 @@ class Contender:
             unmount(self.root)
 
 
-def make_contenders(ds, args, work):
+def make_contenders(ds, args, work, uring):
     mnt = lambda n: os.path.join(work, "mnt", n)  # noqa: E731
     packfs = os.path.join(args.build, "packfs")
     cs = [Contender("loose", root=ds.src), Contender("raw pread", pread=True)]
@@ -72,8 +71,7 @@ def make_contenders(ds, args, work):
         cs.append(Contender("packfs --threads 2", mnt("packfs2"),
                             [packfs, "--threads", "2", ds.packdir, mnt("packfs2")],
                             only_threads=(8,)))
-    if os.path.exists(URING_PARAM):
-        # FUSE over io_uring (fuse/uring_transport.h); bench_small sets enable_uring for the run.
+    if uring:  # FUSE over io_uring (fuse/uring_transport.h), enable_uring on for the run
         cs.append(Contender("packfs -o io_uring", mnt("packfs-uring"),
                             [packfs, "-o", "io_uring", ds.packdir, mnt("packfs-uring")]))
     cs.append(Contender("squashfuse", mnt("squashfuse"),
@@ -182,22 +180,12 @@ def stats_delta(before, after):
 
 
 def bench_small(args, work, ds, rows):
-    uring_was = None
-    if os.path.exists(URING_PARAM):
-        with open(URING_PARAM) as f:
-            uring_was = f.read().strip()
-        with open(URING_PARAM, "w") as f:
-            f.write("Y")
-    try:
-        _bench_small(args, work, ds, rows)
-    finally:
-        if uring_was is not None:
-            with open(URING_PARAM, "w") as f:
-                f.write(uring_was)
+    with uring_enabled() as uring:
+        _bench_small(args, work, ds, rows, uring)
 
 
-def _bench_small(args, work, ds, rows):
-    cs = make_contenders(ds, args, work)
+def _bench_small(args, work, ds, rows, uring):
+    cs = make_contenders(ds, args, work, uring)
     n = write_lists(ds, args, work)
     print(f"small: {len(cs)} contenders, {n} of {args.files} files a pass, "
           f"threads {args.threads}, {args.repeat} repeats", flush=True)

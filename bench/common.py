@@ -142,6 +142,28 @@ def set_readahead_kb(mnt, kb):
         return None
 
 
+# The fuse module's switch for FUSE over io_uring (Linux 6.14+); absent on older kernels.
+URING_PARAM = "/sys/module/fuse/parameters/enable_uring"
+
+
+@contextmanager
+def uring_enabled():
+    """Turns enable_uring on for the block and puts the old value back; yields whether the kernel
+    has FUSE over io_uring at all (the `packfs -o io_uring` contenders run only then)."""
+    if not os.path.exists(URING_PARAM):
+        yield False
+        return
+    with open(URING_PARAM) as f:
+        was = f.read().strip()
+    with open(URING_PARAM, "w") as f:
+        f.write("Y")
+    try:
+        yield True
+    finally:
+        with open(URING_PARAM, "w") as f:
+            f.write(was)
+
+
 def packfs_stats(mnt):
     try:
         return json.loads(out(["getfattr", "-n", "user.packfs.stats", "--only-values", mnt]))
