@@ -88,6 +88,7 @@ void OpInit(void* userdata, fuse_conn_info* conn) {
   conn->max_read = s.config.max_read;
   if (conn->max_background < 64) conn->max_background = 64;
   s.no_open_supported.store((conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) != 0);
+  s.no_opendir_supported.store((conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) != 0);
   try {
     if (s.on_ready) s.on_ready();
   } catch (...) {
@@ -219,7 +220,14 @@ void OpOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     Result<Attr> r = s.fs->GetAttr(ino);
     if (!r.ok()) return ReplyStatus(req, "opendir", r.status());
     if (!r->is_dir()) return (void)fuse_reply_err(req, ENOTDIR);
-    // The kernel keeps the listing in its page cache across opens (listings never change).
+    // With no-opendir support the kernel stops sending OPENDIR (and RELEASEDIR) after this
+    // answer and opens every directory as if we had set cache_readdir and keep_cache: a listing
+    // is read once per mount, and `find` saves two requests per directory.
+    if (s.config.no_open && s.no_opendir_supported.load(std::memory_order_relaxed)) {
+      return (void)fuse_reply_err(req, ENOSYS);
+    }
+    // Otherwise the same by asking: the kernel keeps the listing in its page cache across opens
+    // (listings never change).
     fi->cache_readdir = 1;
     fi->keep_cache = 1;
     fuse_reply_open(req, fi);

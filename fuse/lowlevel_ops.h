@@ -34,7 +34,8 @@ struct ServeConfig {
   // Reads smaller than this are copied (pread + write: fewer system calls than a splice
   // through a pipe); larger ones are zero-copy.
   size_t zero_copy_min = 128 * 1024;
-  bool no_open = true;     // answer open with ENOSYS when the kernel supports it
+  // Answer OPEN and OPENDIR with ENOSYS where the kernel supports it (-o open: answer them).
+  bool no_open = true;
   // A LOOKUP of a file up to this size starts reading its bytes into the page cache (0: never).
   uint64_t prefetch_max = 1u << 20;
   // Largest READ we ask the kernel for (1 MiB: large members stream at disk speed). It is
@@ -48,6 +49,7 @@ struct SessionState {
   ServeConfig config;
   // Set by INIT from the kernel's capabilities.
   std::atomic<bool> no_open_supported{false};
+  std::atomic<bool> no_opendir_supported{false};
   // Buffers for replies that are copied (remote and small reads), shared by the workers.
   ReadBuffers read_buffers;
   // Called once from the INIT callback: the mount now answers requests.

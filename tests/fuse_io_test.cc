@@ -18,6 +18,8 @@
 #include <random>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/support/mount_util.h"
 #include "tests/support/test_util.h"
 
@@ -164,6 +166,48 @@ TEST_F(FuseIoTest, LookupStartsReadingASmallFileUnlessNoprefetch) {
   EXPECT_GT(p.total, 0u);
   EXPECT_EQ(p.resident, p.total) << "the lookup did not bring the file into the page cache";
   EXPECT_EQ(testing::ReadFile(Mnt("small/20.bin")), small_[20]);
+}
+
+// Files and directories are opened by the kernel alone (no OPEN, no OPENDIR after the first
+// answer) and both keep their cache across opens: a second listing and a second read of the same
+// file send no request at all. With -o open, both opens are answered, so each sends its request.
+TEST_F(FuseIoTest, ReopeningSendsNoRequestsUnlessOptionOpen) {
+  auto requests = [](const std::string& mnt) {
+    nlohmann::json j = nlohmann::json::parse(Xattr(mnt, "user.packfs.stats"), nullptr, false);
+    EXPECT_TRUE(j.is_object()) << "no stats from " << mnt;
+    return j.is_object() ? j["requests"] : nlohmann::json::object();
+  };
+  auto list_and_read = [this](const std::string& mnt) {
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(mnt + "/small")) {
+      names.push_back(e.path().filename());
+    }
+    EXPECT_EQ(names.size(), small_.size()) << mnt;
+    EXPECT_EQ(testing::ReadFile(mnt + "/small/7.bin"), small_[7]) << mnt;
+  };
+  list_and_read(mount_->path());
+  nlohmann::json first = requests(mount_->path());
+  list_and_read(mount_->path());
+  list_and_read(mount_->path());
+  nlohmann::json again = requests(mount_->path());
+  for (const char* kind : {"opendir", "readdir", "readdirplus", "open", "read", "lookup"}) {
+    EXPECT_EQ(again[kind], first[kind]) << kind << " requests on re-listing and re-reading";
+  }
+  EXPECT_LE(first["opendir"].get<uint64_t>(), 1u) << "OPENDIR was answered, not skipped";
+
+  ASSERT_EQ(::mkdir((tmp_ / "mnt2").c_str(), 0755), 0);
+  Mount open({tmp_ / "media"}, tmp_ / "mnt2", {"-o", "open"});
+  ASSERT_TRUE(open.ok()) << open.result().err;
+  list_and_read(open.path());
+  first = requests(open.path());
+  list_and_read(open.path());
+  again = requests(open.path());
+  EXPECT_EQ(again["opendir"].get<uint64_t>(), first["opendir"].get<uint64_t>() + 1);
+  EXPECT_EQ(again["open"].get<uint64_t>(), first["open"].get<uint64_t>() + 1);
+  // Kept caches all the same: the listing and the bytes come from the kernel.
+  for (const char* kind : {"readdir", "readdirplus", "read", "lookup"}) {
+    EXPECT_EQ(again[kind], first[kind]) << kind << " requests with -o open";
+  }
 }
 
 TEST_F(FuseIoTest, Mmap) {
