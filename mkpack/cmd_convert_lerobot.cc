@@ -32,7 +32,7 @@ namespace {
 
 struct LeRobotArgs : PackOutputArgs {
   std::string src, dst;
-  std::string max_pack_bytes = "4294967296";
+  ShardLimitArgs limits;  // --max-pack-bytes only: an episode's cameras share a shard
 };
 
 using Clock = std::chrono::steady_clock;
@@ -189,9 +189,7 @@ int RunConvertLeRobot(const LeRobotArgs& a) {
   };
   const auto t0 = Clock::now();
   PackOptions opts;
-  auto mpb = ParseByteSize(a.max_pack_bytes);
-  if (!mpb.ok()) return fail(mpb.status().WithPrefix("--max-pack-bytes"));
-  opts.max_pack_bytes = *mpb;
+  if (Status st = ApplyShardLimits(a.limits, &opts); !st.ok()) return fail(st);
   opts.group_by = GroupBy::kInput;
   opts.reproducible = a.reproducible;
   opts.jobs = JobsOrAuto(a.jobs);
@@ -292,9 +290,7 @@ void RegisterConvertLeRobot(CLI::App& app, int* exit_code) {
       "cameras of one episode share a shard.\nExit status: 0 ok, 2 usage or I/O error.");
   sub->add_option("src", args->src, "LeRobot dataset root (plain files or a pack set)")->required();
   sub->add_option("dst", args->dst, "new pack directory")->required();
-  sub->add_option("--max-pack-bytes", args->max_pack_bytes,
-                  "zip shard size limit; suffixes K, M, G, T (binary)")
-      ->capture_default_str();
+  AddShardLimitOptions(sub, &args->limits, /*members_and_align=*/false);
   AddPackOutputOptions(sub, args.get(), "threads reading the source (and parsing MP4s)",
                        "print the plan (episodes, their sources, ranges, sizes, shards)");
   sub->callback([args, exit_code] { *exit_code = RunConvertLeRobot(*args); });

@@ -24,9 +24,7 @@ namespace {
 struct WdsArgs : PackOutputArgs {
   std::vector<std::string> paths;  // SRC... DST
   bool shard_prefix = false;
-  std::string max_pack_bytes = "4294967296";
-  uint64_t max_members = kDefaultMaxMembers;
-  std::string align = "auto";
+  ShardLimitArgs limits;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -113,18 +111,7 @@ int RunConvertWds(const WdsArgs& a) {
   const std::string dst = a.paths.back();
 
   PackOptions opts;
-  auto mpb = ParseByteSize(a.max_pack_bytes);
-  if (!mpb.ok()) return fail(mpb.status().WithPrefix("--max-pack-bytes"));
-  opts.max_pack_bytes = *mpb;
-  opts.max_members = a.max_members;
-  if (a.align != "auto") {
-    char* end = nullptr;
-    long long v = std::strtoll(a.align.c_str(), &end, 10);
-    if (end == a.align.c_str() || *end != '\0' || v < 0 || v > 65535) {
-      return fail(Status::InvalidArgument("--align must be 'auto' or 0..65535, got " + a.align));
-    }
-    opts.align = v;
-  }
+  if (Status st = ApplyShardLimits(a.limits, &opts); !st.ok()) return fail(st);
   opts.group_by = GroupBy::kStem;
   opts.reproducible = a.reproducible;
   opts.jobs = JobsOrAuto(a.jobs);
@@ -231,16 +218,7 @@ void RegisterConvertWds(CLI::App& app, int* exit_code) {
   sub->add_flag("--shard-prefix", args->shard_prefix,
                 "prefix every key with its tar's name without .tar (\"shard-000/000123.jpg\"), for "
                 "tars whose keys repeat");
-  sub->add_option("--max-pack-bytes", args->max_pack_bytes,
-                  "zip shard size limit counting every header and padding byte; suffixes K, M, G, "
-                  "T (binary)")
-      ->capture_default_str();
-  sub->add_option("--max-members", args->max_members, "members per shard at most")
-      ->capture_default_str();
-  sub->add_option("--align", args->align,
-                  "data alignment: 'auto' = 4096 for members of 1 MiB or more; N = every member's "
-                  "data starts on an N-byte boundary (0: none)")
-      ->capture_default_str();
+  AddShardLimitOptions(sub, &args->limits, /*members_and_align=*/true);
   AddPackOutputOptions(sub, args.get(), "reader threads prefetching small members",
                        "index the tars and print the plan (shards, members, bytes)");
   sub->callback([args, exit_code] { *exit_code = RunConvertWds(*args); });

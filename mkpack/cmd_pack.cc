@@ -23,9 +23,7 @@ namespace {
 
 struct PackArgs : PackOutputArgs {
   std::vector<std::string> paths;  // SRC DST, or DST alone with --files-from
-  std::string max_pack_bytes = "4294967296";
-  uint64_t max_members = kDefaultMaxMembers;
-  std::string align = "auto";
+  ShardLimitArgs limits;
   std::string group_by = "none";
   bool resume = false;
   bool append = false;
@@ -91,20 +89,7 @@ int RunPack(const PackArgs& a) {
   if (a.resume && a.append) return fail(Status::InvalidArgument("--resume and --append exclude each other"));
 
   PackOptions opts;
-  auto mpb = ParseByteSize(a.max_pack_bytes);
-  if (!mpb.ok()) return fail(mpb.status().WithPrefix("--max-pack-bytes"));
-  opts.max_pack_bytes = *mpb;
-  opts.max_members = a.max_members;
-  if (a.align != "auto") {
-    try {
-      opts.align = std::stoll(a.align);
-    } catch (...) {
-      opts.align = -2;
-    }
-    if (opts.align < 0 || opts.align > 65535) {
-      return fail(Status::InvalidArgument("--align must be 'auto' or 0..65535, got " + a.align));
-    }
-  }
+  if (Status st = ApplyShardLimits(a.limits, &opts); !st.ok()) return fail(st);
   opts.group_by = a.group_by == "dir" ? GroupBy::kDir
                   : a.group_by == "stem" ? GroupBy::kStem
                                          : GroupBy::kNone;
@@ -280,16 +265,7 @@ void RegisterPack(CLI::App& app, int* exit_code) {
       "Exit status: 0 ok, 1 packed but some --files-from entries were missing (--missing skip), "
       "2 usage or I/O error.");
   sub->add_option("paths", args->paths, "SRC DST (with --files-from: [SRC] DST)")->required()->expected(1, 2);
-  sub->add_option("--max-pack-bytes", args->max_pack_bytes,
-                  "shard size limit counting every header and padding byte; suffixes K, M, G, T "
-                  "(binary). A single larger member sits alone in its shard (reported)")
-      ->capture_default_str();
-  sub->add_option("--max-members", args->max_members, "members per shard at most")
-      ->capture_default_str();
-  sub->add_option("--align", args->align,
-                  "data alignment: 'auto' = 4096 for members of 1 MiB or more, none below; N = "
-                  "every member's data starts on an N-byte boundary (0: no padding; <= 65535)")
-      ->capture_default_str();
+  AddShardLimitOptions(sub, &args->limits, /*members_and_align=*/true);
   sub->add_option("--group-by", args->group_by,
                   "keep groups in one shard: none; dir (same parent directory); stem (WebDataset "
                   "sample: directory + name up to its first dot). Groups are written adjacent, in "

@@ -1,7 +1,10 @@
 // Helpers shared by the packing subcommands (see pack_cli.h).
 #include "mkpack/pack_cli.h"
 
+#include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 
 namespace packfs::mkpack {
 
@@ -40,6 +43,40 @@ void ProgressBar::Update(const WriteProgress& p, bool force) {
 
 void ProgressBar::Clear() {
   if (drawn_) std::fprintf(stderr, "\r%*s\r", 100, "");
+}
+
+void AddShardLimitOptions(CLI::App* sub, ShardLimitArgs* args, bool members_and_align) {
+  sub->add_option("--max-pack-bytes", args->max_pack_bytes,
+                  "shard size limit counting every header and padding byte; suffixes K, M, G, T "
+                  "(binary). A single larger member sits alone in its shard (reported)")
+      ->capture_default_str();
+  if (!members_and_align) return;
+  sub->add_option("--max-members", args->max_members, "members per shard at most")
+      ->capture_default_str();
+  sub->add_option("--align", args->align,
+                  "data alignment: 'auto' = 4096 for members of 1 MiB or more, none below; N = "
+                  "every member's data starts on an N-byte boundary (0: no padding; <= 65535)")
+      ->capture_default_str();
+}
+
+Status ApplyShardLimits(const ShardLimitArgs& args, PackOptions* opts) {
+  auto bytes = ParseByteSize(args.max_pack_bytes);
+  if (!bytes.ok()) return bytes.status().WithPrefix("--max-pack-bytes");
+  opts->max_pack_bytes = *bytes;
+  opts->max_members = args.max_members;
+  if (args.align != "auto") {
+    const char* s = args.align.c_str();
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(s, &end, 10);
+    if (end == s || *end != '\0' || errno != 0 || v < 0 || v > 65535 ||
+        !std::isdigit(static_cast<unsigned char>(*s))) {
+      return Status::InvalidArgument("--align must be 'auto' or 0..65535, got '" + args.align +
+                                     "'");
+    }
+    opts->align = v;
+  }
+  return Status::OK();
 }
 
 void AddPackOutputOptions(CLI::App* sub, PackOutputArgs* args, const std::string& jobs_do,

@@ -37,6 +37,18 @@ struct PackOutputArgs {
 void AddPackOutputOptions(CLI::App* sub, PackOutputArgs* args, const std::string& jobs_do,
                           const std::string& dry_run_prints);
 
+// The shard limits: --max-pack-bytes for every packing subcommand, --max-members and --align
+// where the members are free to be laid out (`pack`, `convert-wds`).
+struct ShardLimitArgs {
+  std::string max_pack_bytes = "4294967296";
+  uint64_t max_members = kDefaultMaxMembers;
+  std::string align = "auto";
+};
+void AddShardLimitOptions(CLI::App* sub, ShardLimitArgs* args, bool members_and_align);
+// Parses the limits into *opts. Strict: "12x" is refused, not read as 12; the error names the
+// flag and the value.
+Status ApplyShardLimits(const ShardLimitArgs& args, PackOptions* opts);
+
 // "1.5 GiB" (binary units).
 std::string Human(double bytes);
 

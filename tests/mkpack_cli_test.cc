@@ -329,5 +329,49 @@ TEST(MkpackCliTest, UsageErrorsExitTwo) {
   EXPECT_NE(v.out.find("mkpack"), std::string::npos);
 }
 
+// The shard limits are parsed alike and strictly by every packing subcommand: a malformed value
+// exits 2 naming the flag and the value, and nothing is written.
+TEST(MkpackCliTest, MalformedShardLimitsAreRefusedByEveryPackingCommand) {
+  TempDir tmp;
+  fs::create_directories(tmp / "src/a");
+  std::ofstream(tmp / "src/a/one.txt") << "one";
+  ASSERT_EQ(testing::Run({"tar", "cf", tmp / "shard-000000.tar", "-C", tmp / "src", "a/one.txt"}).exit_code,
+            0);
+  fs::create_directories(tmp / "lerobot");
+  const std::vector<std::vector<std::string>> commands = {
+      {"pack", tmp / "src"}, {"convert-wds", tmp / "shard-000000.tar"}};
+  int n = 0;
+  auto refused = [&](std::vector<std::string> argv, const std::string& flag,
+                     const std::string& value) {
+    const std::string dst = tmp / ("out" + std::to_string(n++));
+    argv.push_back(dst);
+    argv.push_back(flag);
+    argv.push_back(value);
+    RunResult r = Mkpack(argv);
+    EXPECT_EQ(r.exit_code, 2) << argv[0] << " " << flag << " '" << value << "': " << r.err;
+    EXPECT_NE(r.err.find(flag), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dst)) << argv[0] << " " << flag << " '" << value << "' wrote " << dst;
+  };
+  for (const auto& cmd : commands) {
+    for (const char* bad : {"12x", "x12", "-1", "65536", "", " 12", "+4", "99999999999999999999"}) {
+      refused(cmd, "--align", bad);
+    }
+    refused(cmd, "--max-pack-bytes", "10Q");
+  }
+  refused({"convert-lerobot", tmp / "lerobot"}, "--max-pack-bytes", "10Q");
+  refused({"convert-lerobot", tmp / "lerobot"}, "--max-pack-bytes", "");
+
+  // Well-formed limits still pack.
+  for (const auto& cmd : commands) {
+    for (const char* good : {"0", "4096", "auto"}) {
+      std::vector<std::string> argv = cmd;
+      argv.push_back(tmp / ("out" + std::to_string(n++)));
+      argv.insert(argv.end(), {"--align", good, "--max-pack-bytes", "1M"});
+      RunResult r = Mkpack(argv);
+      EXPECT_EQ(r.exit_code, 0) << argv[0] << " --align " << good << ": " << r.err;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace packfs
