@@ -10,6 +10,8 @@
 # packfs failing to mount or read), never on speed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Nothing here reads a terminal: a tool that prompts fails instead of waiting.
+exec < /dev/null
 scripts/install-deps.sh --bench
 
 # Each step's line says when it started, in seconds since this script did.
@@ -40,11 +42,30 @@ kill_tree() {
   kill "$1" 2>/dev/null || true
 }
 cleanup() {
-  for p in $clang_pid $bench_pid ${fuzz_pid:-}; do kill_tree "$p"; done
+  for p in $clang_pid $bench_pid ${fuzz_pid:-} ${watchdog_pid:-}; do kill_tree "$p"; done
   wait 2>/dev/null || true
   rm -rf "$logs"
 }
 trap cleanup EXIT
+
+# A hang must end the run with a report, not run into CI's time limit: after PACKFS_TEST_BUDGET
+# seconds (default 3600; a whole run takes about 1,100 s on 2 cores) the watchdog prints what runs
+# and where it waits, aborts the FUSE connections of packfs and the bench's contenders (readers
+# stuck on a hung server then fail with ENOTCONN, which ctest's own timeout cannot do for a
+# process blocked in the kernel) and stops the run's steps, so it fails with that report.
+budget=${PACKFS_TEST_BUDGET:-3600}
+main_pid=$$
+(
+  sleep "$budget"
+  echo "== [$SECONDS s] test.sh still running after $budget s (PACKFS_TEST_BUDGET):" \
+       "stopping it" >&2
+  scripts/hang-report.sh --abort >&2
+  sleep 20
+  for c in $(pgrep -P "$main_pid"); do
+    [[ "$c" == "$BASHPID" ]] || kill_tree "$c"
+  done
+) &
+watchdog_pid=$!
 
 if ((!fast)); then
   # The g++ tests spend much of their time waiting on mounts, servers and child processes, so
@@ -103,13 +124,13 @@ if ((!fast)); then
   step "tests (clang, ASan + UBSan)"
   # Sanitizer reports also go to files: a daemonized packfs has no stderr, so without a log
   # path its findings would be lost. Any report file fails the run. The shell-script tests
-  # (package, man pages, completion, the LeRobot generator) check no compiled code of their own
-  # and run once, above.
+  # (package, man pages, completion, the LeRobot generator, the hang report) check no compiled
+  # code of their own and run once, above.
   sanlogs=$logs/sanitizer
   mkdir -p "$sanlogs"
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:log_path=$sanlogs/asan \
      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$sanlogs/ubsan PACKFS_SANITIZED=1 \
-     ctest --output-on-failure -j "$test_jobs" -E '^(package_test|manpage_test|completion_test|lerobot_generator_test)$') ||
+     ctest --output-on-failure -j "$test_jobs" -E '^(package_test|manpage_test|completion_test|lerobot_generator_test|hang_report_test)$') ||
     { cat "$sanlogs"/* 2>/dev/null; exit 1; }
   if compgen -G "$sanlogs/*" > /dev/null; then
     cat "$sanlogs"/*
