@@ -29,7 +29,7 @@ else
   for f in tests/fuzz/*_fuzz.cc; do targets+=("$(basename "$f" .cc)"); done
 fi
 cmake --build "$build" --target "${targets[@]}"
-fixtures=${PACKFS_FIXTURES_DIR:-../shared/fixtures}
+fixtures=tests/fixtures
 work=$(mktemp -d /tmp/packfs-fuzz.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 # One target: seeds into a scratch corpus, run, report. Returns non-zero on a finding.

@@ -166,8 +166,11 @@ TEST(BadFixtureTest, HostileNamesAreRefusedFineBinServed) {
 }
 
 TEST(BadFixtureTest, NulNameIsRefusedWithoutPrintingNul) {
-  // The writer meant a name with a NUL; whatever reached the archive, no key or message holds one.
+  // The central directory's name is "a\0b.bin": refused, named with the NUL escaped, never exposed.
   Shard s = IndexBad("nul-name");
+  EXPECT_EQ(s.index.members.size(), 0u);
+  ASSERT_EQ(s.index.problems.size(), 1u);
+  EXPECT_NE(s.index.problems[0].find("a\\x00b.bin"), std::string::npos) << s.index.problems[0];
   for (const auto& m : s.index.members) {
     EXPECT_EQ(m.name.find('\0'), std::string::npos);
     EXPECT_TRUE(ValidateKey(m.name).ok());

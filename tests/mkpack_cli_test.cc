@@ -68,6 +68,7 @@ TEST(MkpackCliTest, VerifyReportsEveryBadFixture) {
       {"deflated", {"a.txt", "deflate"}},
       {"dup-across-shards", {"same.bin", "pack-0000.zip", "pack-0001.zip"}},
       {"encrypted-flag", {"a.bin", "encrypt"}},
+      {"nul-name", {"a\\x00b.bin", "NUL"}},
       {"hostile-names", {"pack-0000.zip"}},
       {"offset-outside", {"a.bin"}},
       {"overlap", {"a.bin"}},
@@ -85,15 +86,20 @@ TEST(MkpackCliTest, VerifyReportsEveryBadFixture) {
   }
 }
 
-// The nul-name fixture's writer (Python's zipfile) cut the name at the NUL when writing, so the
-// archive really holds the member "a": it must be served as "a", and no listed key may hold a NUL.
-TEST(MkpackCliTest, NulNameFixtureExposesNoNul) {
+// The nul-name fixture's member name really holds a NUL ("a\0b.bin", written byte by byte): every
+// command refuses that member, names it with the NUL escaped, and never prints a NUL byte.
+TEST(MkpackCliTest, NulNameFixtureIsRefusedAndNamedWithoutPrintingNul) {
   std::string media = testing::FixturesDir() + "/interop/bad/nul-name/media";
   RunResult ls = Mkpack({"ls", media});
-  EXPECT_EQ(ls.exit_code, 0) << ls.err;
   EXPECT_EQ(ls.out.find(std::string(1, '\0')), std::string::npos);
-  EXPECT_EQ(ls.out, "a\n");
-  EXPECT_EQ(Mkpack({"verify", media}).exit_code, 0);
+  EXPECT_EQ(ls.err.find(std::string(1, '\0')), std::string::npos);
+  EXPECT_EQ(ls.out, "");
+  EXPECT_NE(ls.err.find("a\\x00b.bin"), std::string::npos) << ls.err;
+  RunResult verify = Mkpack({"verify", media});
+  EXPECT_EQ(verify.exit_code, 1) << verify.out << verify.err;
+  EXPECT_NE(verify.out.find("a\\x00b.bin"), std::string::npos) << verify.out;
+  EXPECT_NE(verify.out.find("NUL"), std::string::npos) << verify.out;
+  EXPECT_EQ(verify.out.find(std::string(1, '\0')), std::string::npos);
 }
 
 TEST(MkpackCliTest, LsListsEveryKeyAndRefsMatchTheWriter) {

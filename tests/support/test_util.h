@@ -9,7 +9,7 @@
 
 namespace packfs::testing {
 
-// Absolute path of ../shared/fixtures (read-only).
+// Absolute path of tests/fixtures in the source tree (read-only: copy before changing).
 std::string FixturesDir();
 // Directory holding the built programs (mkpack, packfs).
 std::string BinaryDir();
