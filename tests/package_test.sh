@@ -66,10 +66,17 @@ for f in ./usr/bin/packfs ./usr/bin/mkpack ./usr/sbin/mount.fuse.packfs \
 done
 [[ $(dpkg-deb -f "$deb" Package) == packfs ]] || die "package name is not packfs"
 [[ $(dpkg-deb -f "$deb" Version) == "$version" ]] || die "package version is not $version"
+description=$(dpkg-deb -f "$deb" Description)
+grep -q ' ;' <<<"$description" && die "Description holds a stray ' ;' (a CMake list joined): $description"
+grep -q 'mkpack writes pack sets' <<<"$description" || die "Description lacks its text: $description"
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
 dep_names=$(tr ',' '\n' <<<"$depends" | sed 's/(.*//; s/ //g')
 grep -qx fuse3 <<<"$dep_names" || die "Depends lacks fuse3"
+# The README's install section names every package the .deb depends on.
+for dep in $dep_names; do
+  grep -qF "\`$dep\`" "$src/README.md" || die "README.md does not list the dependency $dep"
+done
 # The libraries the programs link directly (DT_NEEDED): their own packages bring what they need in
 # turn (libcurl4's Depends lists its TLS, HTTP/2 and compression libraries, for instance).
 needed=$(for b in "$build/packfs" "$build/mkpack"; do
