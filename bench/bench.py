@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """packfs benchmarks: contenders measured side by side in one run, reported as medians and ratios.
 
-Benchmarks (--only NAME, repeatable): small (small-file random reads), large (fio through the
+Benchmarks (--only NAME, repeatable): epoch (every file of a 30,000-file set once in random
+order, cold), small (small-file random reads of a tenth of the set), large (fio through the
 mount vs raw), mount (mount start and RSS vs member count), pack (writing and checking), video
 (ffprobe / ffmpeg through the mount), lerobot (per-episode MP4s of a
 LeRobot v3 dataset: read speed vs the episodes' own files, open latency, mount start), remote
@@ -24,6 +25,7 @@ import time
 import traceback
 
 from common import ROOT, Broken, Dataset, can_drop_caches, machine_info
+from bench_epoch import bench_epoch
 from bench_large import bench_large
 from bench_lerobot import bench_lerobot
 from bench_mount import bench_mount
@@ -33,10 +35,10 @@ from bench_small import bench_small
 from bench_video import bench_video
 import report
 
-BENCHES = {"pack": bench_pack, "small": bench_small, "large": bench_large, "mount": bench_mount,
-           "video": bench_video, "lerobot": bench_lerobot,
+BENCHES = {"pack": bench_pack, "small": bench_small, "epoch": bench_epoch, "large": bench_large,
+           "mount": bench_mount, "video": bench_video, "lerobot": bench_lerobot,
            "remote": bench_remote}
-ORDER = ["small", "large", "mount", "pack", "video", "lerobot", "remote"]
+ORDER = ["epoch", "small", "large", "mount", "pack", "video", "lerobot", "remote"]
 
 
 def parse_args():
@@ -64,6 +66,12 @@ def parse_args():
                     "is recorded as 'too slow: X files in Y s'")
     ap.add_argument("--slow-budget", type=float, default=1.5,
                     help="seconds for each later pass of a contender that was already too slow")
+    ap.add_argument("--epoch-files", type=int, default=30000,
+                    help="epoch: files read once each in random order (the first ones of the "
+                    "data set, whole directories)")
+    ap.add_argument("--epoch-threads", type=int, nargs="+", default=[2, 8])
+    ap.add_argument("--epoch-budget", type=float, default=60,
+                    help="epoch: seconds a pass may take")
     ap.add_argument("--mount-budget", type=float, default=60, help="seconds a mount may take")
     ap.add_argument("--find-budget", type=float, default=20,
                     help="seconds `find MNT | wc -l` may take in the mount benchmark")
@@ -95,6 +103,9 @@ def parse_args():
         args.sample = min(args.sample, 300)
         args.repeat = 1
         args.threads = [t for t in args.threads if t == 8] or args.threads
+        args.epoch_files = min(args.epoch_files, 3000)
+        args.epoch_threads = [8]
+        args.epoch_budget = min(args.epoch_budget, 10)
         args.budget = min(args.budget, 1)
         args.slow_budget = min(args.slow_budget, 0.3)
         args.mount_budget = min(args.mount_budget, 10)

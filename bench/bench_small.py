@@ -135,14 +135,15 @@ def check(args, work, ds, c, rows):
     return None
 
 
-def read_pass(args, work, c, r, threads, scan, budget, verify=None):
-    """One readfiles pass of c over list r (a repeat number, or "check"); its JSON result."""
+def read_pass(args, work, c, r, threads, scan, budget, verify=None, prefix=""):
+    """One readfiles pass of c over list r (a repeat number, or "check") of the lists named
+    `prefix`path-r.txt / `prefix`pread-r.txt; its JSON result."""
     d = os.path.join(work, "lists")
     exe = os.path.join(args.build, "readfiles")
     if c.pread:
-        cmd = [exe, "--pread", os.path.join(d, f"pread-{r}.txt")]
+        cmd = [exe, "--pread", os.path.join(d, f"{prefix}pread-{r}.txt")]
     else:
-        cmd = [exe, "--root", c.root, "--list", os.path.join(d, f"path-{r}.txt")]
+        cmd = [exe, "--root", c.root, "--list", os.path.join(d, f"{prefix}path-{r}.txt")]
         if scan:
             cmd.append("--scan")
     cmd += ["--threads", str(threads), "--budget", str(budget)]

@@ -127,6 +127,66 @@ def packfs_requests(rows):
     return out
 
 
+def epoch_section(rows, L, base):
+    """One epoch (bench_epoch.py): files/s per contender and pattern with ratios to loose files
+    and to raw pread of the same bytes, packfs requests per file, and a chart of the ratios."""
+    runs = collections.defaultdict(list)
+    order = []
+    for r in rows:
+        if r.get("bench") != "epoch":
+            continue
+        if r["contender"] not in order:
+            order.append(r["contender"])
+        runs[(r["pattern"], r["threads"], r["contender"])].append(r)
+    if not runs:
+        return
+    meta = next((r for r in rows if r.get("bench") == "epoch-meta"), {})
+    threads = sorted({k[1] for k in runs})
+    rate = lambda k: med([r["files_per_s"] for r in runs.get(k, [])])  # noqa: E731
+    L += ["## One epoch: every file once, random order, cold", "",
+          f"{meta.get('files')} files ({meta.get('bytes', 0) / 2**20:.0f} MiB, fits in RAM), each "
+          "read once whole in a shuffled order (a different one per repeat) by `bench/readfiles`, "
+          "after a fresh mount and dropped caches. × raw = against `pread` of exactly the same "
+          "bytes from the shards in the same order (fds opened before the clock): the storage's "
+          "own limit in this pattern. Files/s, median (spread).", ""]
+    for pattern in ("path", "scan"):
+        what = "by path, no listing first" if pattern == "path" else \
+            "after a readdir scan of every directory (scan time not counted)"
+        head = ["contender"] + [f"{t} thr files/s" for t in threads] + \
+            [f"× loose ({t})" for t in threads] + [f"× raw pread ({t})" for t in threads] + \
+            ["requests per file (READ, LOOKUP)"]
+        L += [f"### Epoch, {what}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for c in order:
+            if not any((pattern, t, c) in runs for t in threads):
+                continue
+            cells = [c]
+            for t in threads:
+                xs = [r["files_per_s"] for r in runs.get((pattern, t, c), [])]
+                cells.append(f"{fmt_rate(med(xs))} ({fmt_rate(min(xs))}–{fmt_rate(max(xs))})"
+                             if xs else "—")
+            cells += [fmt_ratio(rate((pattern, t, c)), rate((pattern, t, "loose")))
+                      for t in threads]
+            cells += [fmt_ratio(rate((pattern, t, c)),
+                                rate(("path", t, "raw pread"))) for t in threads]
+            per = []
+            for r in runs.get((pattern, threads[-1], c), []):
+                st = r.get("packfs_stats")
+                if st and r["files"]:
+                    q = st["requests"]
+                    per.append((q.get("read", 0) / r["files"], q.get("lookup", 0) / r["files"]))
+            cells.append(f"{med([p[0] for p in per]):.2f}, {med([p[1] for p in per]):.2f}"
+                         if per else "")
+            L.append("| " + " | ".join(cells) + " |")
+        L.append("")
+    cols = [(p_, t) for p_ in ("path", "scan") for t in threads]
+    png = chart(base + "-epoch.png", "One epoch, cold: files/s relative to loose files",
+                "x loose files", [f"{p_} {t} readers" for p_, t in cols],
+                [(c, [(rate((p_, t, c)) or 0) / (rate((p_, t, "loose")) or 1) for p_, t in cols])
+                 for c in order if c != "loose"], ref=1)
+    if png:
+        L += [f"![epoch]({png})", ""]
+
+
 def group(rows, bench, *keys, field="seconds"):
     g = collections.defaultdict(list)
     for r in rows:
@@ -295,8 +355,10 @@ def parse_size(text):
     return int(float(t[:-1]) * mult[t[-1]]) if t[-1:] in mult else int(t)
 
 
-def chart(path_png, title, ylabel, cols, data, logy=False, xlabel=None, lines=False):
-    """Clustered bars (or lines when `lines`): data = [(label, [value per col])]."""
+def chart(path_png, title, ylabel, cols, data, logy=False, xlabel=None, lines=False, ref=None):
+    """Clustered bars (or lines when `lines`): data = [(label, [value per col])]. Labels are drawn
+    verbatim (no enhanced-text subscripts), the legend sits outside the plot, and `ref` draws a
+    horizontal reference line (e.g. 1 for ratio charts)."""
     if not shutil.which("gnuplot") or not data:
         return None
     with tempfile.TemporaryDirectory() as d:
@@ -305,9 +367,12 @@ def chart(path_png, title, ylabel, cols, data, logy=False, xlabel=None, lines=Fa
             for label, vals in data:
                 f.write(('%s ' if lines else '"%s" ') % label + " ".join("%g" % v if v else "NaN" for v in vals) + "\n")
         script = [
-            "set terminal pngcairo size 1100,560 font 'sans,10'",
+            "set terminal pngcairo noenhanced size 1100,560 font 'sans,10'",
             f"set output '{path_png}'", f"set title '{title}'", f"set ylabel '{ylabel}'",
-            "set key top right", "set grid ytics"]
+            "set key outside right top", "set grid ytics", "set yrange [0:*]" if not logy else ""]
+        if ref is not None:
+            script.append(f"set arrow from graph 0, first {ref} to graph 1, first {ref} nohead "
+                          "dt 2 lw 2 lc rgb 'black'")
         if logy:
             script.append("set logscale y")
         if lines:
@@ -396,6 +461,7 @@ def write(json_path):
     if tg:
         L += ["## Targets (issues 2, 3 and 8)", "", "| target | measured | verdict |", "|---|---|---|"]
         L += [f"| {a} | {b} | {c} |" for a, b, c in tg] + [""]
+    epoch_section(rows, L, base)
     if s.runs:
         p = meta["params"]
         L += ["## Small-file random reads", "",

@@ -1,0 +1,118 @@
+"""One training epoch (issue 22): every file of a set that fits in RAM read once, whole, in random
+order, cold, by path and after a readdir scan, with 2 and 8 reader threads.
+
+This is the pattern where packing pays on a local disk: neighbouring members share a shard's
+extents, so a read that brings in one member's region brings its neighbours, which the same
+epoch reads later. The `small` benchmark's passes read a tenth of the set, where neighbours are
+rarely read in the same pass; an epoch reads them all.
+
+The epoch set is the first --epoch-files files of the data set (whole directories of 1000, in
+their shards' order), read in a shuffled order that differs per repeat. Contenders: loose files,
+raw pread of the same bytes from the shards (fds opened before the clock starts: the limit of
+the storage in this pattern), packfs (and packfs -o io_uring where the kernel has it),
+squashfuse over an uncompressed squashfs of the same files. Every contender is checked byte for
+byte on a few hundred files first (bench_small.check). Repeats are interleaved; every pass is a
+fresh mount after dropped caches.
+"""
+import os
+import random
+
+from common import Broken, drop_caches, packfs_stats, uring_enabled
+from bench_small import Contender, ours, read_pass, stats_delta, CHECK_FILES
+
+
+def epoch_keys(ds, n):
+    """The first n files of the data set in creation order (whole directories)."""
+    with open(os.path.join(ds.work, "order.txt")) as f:
+        keys = sorted(f.read().split())
+    return keys[:n]
+
+
+def write_epoch_lists(ds, args, work, keys):
+    ext = ds.extents()
+    d = os.path.join(work, "lists")
+    os.makedirs(d, exist_ok=True)
+    for r in list(range(args.repeat)) + ["check"]:
+        order = list(keys)
+        random.Random(f"epoch/{r}").shuffle(order)
+        if r == "check":
+            order = order[:CHECK_FILES]
+        with open(os.path.join(d, f"epoch-path-{r}.txt"), "w") as f:
+            f.write("\n".join(order) + "\n")
+        with open(os.path.join(d, f"epoch-pread-{r}.txt"), "w") as f:
+            f.write("".join("%s\t%d\t%d\t%s\n" % (*ext[k], k) for k in order))
+
+
+def make_contenders(ds, args, work, uring):
+    mnt = lambda n: os.path.join(work, "mnt", n)  # noqa: E731
+    packfs = os.path.join(args.build, "packfs")
+    cs = [Contender("loose", root=ds.src), Contender("raw pread", pread=True),
+          Contender("packfs", mnt("packfs"), [packfs, ds.ensure_packset(), mnt("packfs")])]
+    if uring:
+        cs.append(Contender("packfs -o io_uring", mnt("packfs-uring"),
+                            [packfs, "-o", "io_uring", ds.packdir, mnt("packfs-uring")]))
+    if not args.quick:
+        cs.append(Contender("squashfuse", mnt("squashfuse"),
+                            ["squashfuse", ds.ensure_squash(), mnt("squashfuse")]))
+    return cs
+
+
+def bench_epoch(args, work, ds, rows):
+    with uring_enabled() as uring:
+        _bench_epoch(args, work, ds, rows, uring)
+
+
+def _bench_epoch(args, work, ds, rows, uring):
+    ds.ensure_src()
+    keys = epoch_keys(ds, min(args.epoch_files, args.files))
+    cs = make_contenders(ds, args, work, uring)
+    write_epoch_lists(ds, args, work, keys)
+    total = sum(os.path.getsize(os.path.join(ds.src, k)) for k in keys)
+    rows.append({"bench": "epoch-meta", "files": len(keys), "bytes": total})
+    print(f"epoch: {len(cs)} contenders, {len(keys)} files ({total / 2**20:.0f} MiB), threads "
+          f"{args.epoch_threads}, {args.repeat} repeats", flush=True)
+    broken = []
+    for c in cs:  # byte check of CHECK_FILES files through every contender
+        if not c.ready(args.mount_budget):
+            if ours(c.name):
+                broken.append(f"{c.name}: {c.dead}")
+            continue
+        res = read_pass(args, work, c, "check", 8, False, 2 * args.epoch_budget,
+                        verify=ds.src, prefix="epoch-")
+        rows.append({"bench": "epoch-check", "contender": c.name, **res})
+        if res["mismatches"]:
+            broken.append(f"{c.name}: wrong bytes in {res['mismatches']} of {res['files']} files")
+        elif ours(c.name) and (res["errors"] or not res["complete"]):
+            broken.append(f"{c.name}: {res['errors']} read errors in the epoch check")
+    try:
+        for pattern in ("path", "scan"):
+            for threads in args.epoch_threads:
+                for r in range(args.repeat):
+                    for c in cs[r % len(cs):] + cs[:r % len(cs)]:
+                        if c.dead or (pattern == "scan" and c.pread) or not c.ready(
+                                args.mount_budget):
+                            continue
+                        drop_caches()
+                        before = packfs_stats(c.root) if c.name.startswith("packfs") else None
+                        res = read_pass(args, work, c, r, threads, pattern == "scan",
+                                        args.epoch_budget, prefix="epoch-")
+                        row = {"bench": "epoch", "pattern": pattern, "threads": threads,
+                               "contender": c.name, "repeat": r, **res}
+                        if before:
+                            row["packfs_stats"] = stats_delta(before, packfs_stats(c.root))
+                        if not res["complete"]:
+                            row["too_slow"] = "too slow: %d files in %.1f s" % (
+                                res["files"], res["seconds"])
+                        if ours(c.name) and res["errors"]:
+                            broken.append(f"{c.name}: {res['errors']} read errors in epoch "
+                                          f"{pattern} t{threads} r{r}")
+                        rows.append(row)
+                        print(f"epoch {pattern} t{threads} r{r} {c.name:20s} "
+                              f"{res['files_per_s']:10.0f} files/s"
+                              + ("" if res["complete"] else "  (" + row["too_slow"] + ")"),
+                              flush=True)
+    finally:
+        for c in cs:
+            c.close()
+    if broken:
+        raise Broken("epoch: " + "; ".join(dict.fromkeys(broken)))
