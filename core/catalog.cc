@@ -284,15 +284,27 @@ Result<std::optional<Node>> Catalog::Lookup(uint64_t parent, std::string_view na
 Status Catalog::List(const Node& dir, uint64_t offset, size_t limit, std::vector<Node>* out) const {
   if (!dir.is_dir() || offset >= dir.child_count || limit == 0) return Status::OK();
   uint64_t end = dir.child_count - offset < limit ? dir.child_count : offset + limit;
+  return Range(dir.first_child + offset, dir.first_child + end, out);
+}
+
+Status Catalog::Range(uint64_t first, uint64_t end, std::vector<Node>* out) const {
+  return ForRange(first, end, [out](Node&& n) {
+    out->push_back(std::move(n));
+    return true;
+  });
+}
+
+Status Catalog::ForRange(uint64_t first, uint64_t end,
+                         const std::function<bool(Node&&)>& fn) const {
+  if (first >= end) return Status::OK();
   PACKFS_ASSIGN_OR_RETURN(Lease lease, Borrow());
   sql::Stmt& s = lease->list;
   sql::ResetOnExit reset(s);
-  s.BindInt(1, static_cast<int64_t>(dir.first_child + offset));
-  s.BindInt(2, static_cast<int64_t>(dir.first_child + end));
+  s.BindInt(1, static_cast<int64_t>(first));
+  s.BindInt(2, static_cast<int64_t>(end));
   while (true) {
     PACKFS_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row) break;
-    out->push_back(ReadNode(s));
+    if (!row || !fn(ReadNode(s))) break;
   }
   return Status::OK();
 }

@@ -126,6 +126,11 @@ class Catalog {
   Result<std::optional<Node>> Lookup(uint64_t parent, std::string_view name) const;
   // Children of directory `dir` at positions [offset, offset + limit) in name order.
   Status List(const Node& dir, uint64_t offset, size_t limit, std::vector<Node>* out) const;
+  // The nodes with ids in [first, end), in id order (appended to `out`). A directory's children
+  // have consecutive ids in name order, so the nodes after a file are its next siblings.
+  Status Range(uint64_t first, uint64_t end, std::vector<Node>* out) const;
+  // The same, one node at a time, until `fn` returns false (no further rows are read).
+  Status ForRange(uint64_t first, uint64_t end, const std::function<bool(Node&&)>& fn) const;
   // The node of a key ("a/b/c.jpg"; "" is the root), or nullopt.
   Result<std::optional<Node>> Find(std::string_view key) const;
   // Full key of a node (walks parents).

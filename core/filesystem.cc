@@ -228,6 +228,75 @@ Result<size_t> Filesystem::Read(uint64_t ino, uint64_t offset, std::span<uint8_t
   return got.size();
 }
 
+uint64_t Filesystem::max_ino() const {
+  const CatalogTotals& t = catalog_->totals();
+  return t.files + t.directories;
+}
+
+Result<std::optional<std::span<const uint8_t>>> Filesystem::ReadThrough(
+    uint64_t ino, uint64_t offset, size_t size, uint64_t window, size_t copy_max,
+    const std::function<bool(uint64_t)>& want, std::vector<uint8_t>* scratch,
+    std::vector<Follower>* followers) const {
+  using Out = std::optional<std::span<const uint8_t>>;
+  followers->clear();
+  PACKFS_ASSIGN_OR_RETURN(Node file, GetFile(ino));
+  if (offset >= file.size || size == 0) return Out(std::span<const uint8_t>());
+  SourceNode src = ToSource(file);
+  auto copy = [&]() -> Result<Out> {
+    if (size >= copy_max) return Out();
+    Result<std::span<const uint8_t>> got = src.set->ReadCopy(src.node, offset, size, scratch);
+    if (!got.ok()) {
+      return got.status().WithPrefix("reading '" + QuoteKey(KeyOrId(file)) + "' from " +
+                                     src.set->ShardRefPath(src.node.shard));
+    }
+    NoteShardUsed(file.shard);
+    return Out(*got);
+  };
+  if (offset + size < file.size || file.size - offset > window || src.set->raw_members()) {
+    return copy();
+  }
+  // The last wanted inode among the next siblings bounds the catalog query; none wanted, none made.
+  const uint64_t last_candidate = std::min(ino + kMaxFollowers, max_ino());
+  uint64_t last_wanted = 0;
+  for (uint64_t i = ino + 1; i <= last_candidate; ++i) {
+    if (want(i)) last_wanted = i;
+  }
+  std::vector<Node> chosen;  // source nodes
+  std::vector<uint64_t> inos;
+  if (last_wanted != 0) {
+    const uint64_t start = file.data_offset + offset;
+    uint64_t prev_end = file.data_offset + file.size;
+    // Rows are read only up to the first one past the window.
+    PACKFS_RETURN_IF_ERROR(catalog_->ForRange(ino + 1, last_wanted + 1, [&](Node&& n) {
+      if (n.is_dir() || n.parent != file.parent || n.shard != file.shard) return false;
+      if (n.local_header_offset < prev_end || n.local_header_offset - prev_end > 64 * 1024) {
+        return false;
+      }
+      if (n.data_offset + n.size - start > window) return false;
+      prev_end = n.data_offset + n.size;
+      if (n.size == 0 || !want(n.id)) return true;
+      SourceNode sn = ToSource(n);
+      if (sn.set != src.set) return false;
+      inos.push_back(n.id);
+      chosen.push_back(std::move(sn.node));
+      return true;
+    }));
+  }
+  std::vector<std::span<const uint8_t>> data;
+  Result<std::span<const uint8_t>> got =
+      src.set->ReadThrough(src.node, offset, chosen, scratch, &data);
+  if (!got.ok()) {
+    if (got.status().code() == Code::kInvalidArgument) return copy();  // not a local member
+    return got.status().WithPrefix("reading '" + QuoteKey(KeyOrId(file)) + "' from " +
+                                   src.set->ShardRefPath(src.node.shard));
+  }
+  NoteShardUsed(file.shard);
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (!data[i].empty()) followers->push_back(Follower{inos[i], data[i]});
+  }
+  return Out(*got);
+}
+
 void Filesystem::Prefetch(const Node& file, uint64_t max_bytes) const {
   if (file.is_dir() || file.size == 0 || file.size > max_bytes) return;
   SourceNode src = ToSource(file);

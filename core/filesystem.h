@@ -118,6 +118,28 @@ class Filesystem {
   // ReadCopy into `buf`: returns the byte count.
   Result<size_t> Read(uint64_t ino, uint64_t offset, std::span<uint8_t> buf) const;
 
+  // A read that reaches the end of file `ino`, together with whole files that follow it in its
+  // shard: its next siblings (same directory, same shard, in offset order, no gap over 64 KiB)
+  // that `want(ino)` accepts, up to `window` bytes from the start of the read, all read with one
+  // pread. `followers` gets each one's inode and bytes (checked: local header and CRC-32).
+  // A read that does not qualify (does not reach the end, starts more than `window` before it,
+  // or the file is not a member of a local zip/tar shard) is served like ReadCopy, without
+  // followers, when `size` < `copy_max`; otherwise nullopt: the caller uses PrepareRead. `want`
+  // is called for candidate inodes in increasing order, before any catalog query, so that a read
+  // whose neighbours are all unwanted costs nothing more than ReadCopy.
+  struct Follower {
+    uint64_t ino = 0;
+    std::span<const uint8_t> data;
+  };
+  Result<std::optional<std::span<const uint8_t>>> ReadThrough(
+      uint64_t ino, uint64_t offset, size_t size, uint64_t window, size_t copy_max,
+      const std::function<bool(uint64_t)>& want, std::vector<uint8_t>* scratch,
+      std::vector<Follower>* followers) const;
+  // Most siblings a ReadThrough looks at past the file read.
+  static constexpr uint64_t kMaxFollowers = 256;
+  // Largest inode number this filesystem hands out (for per-inode tables).
+  uint64_t max_ino() const;
+
   // Extended attributes. nullopt: no such attribute on this node (ENODATA).
   Result<std::optional<std::string>> GetXattr(uint64_t ino, std::string_view name) const;
   Result<std::vector<std::string>> ListXattr(uint64_t ino) const;

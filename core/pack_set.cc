@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/crc32.h"
 #include "core/key.h"
 #include "core/shard_format.h"
 #include "core/shard_pool.h"
@@ -323,6 +324,57 @@ Status PackSet::CheckMember(const Node& file) const {
   if (raw_members_ || impl_->Checked(file.id)) return Status::OK();
   PACKFS_ASSIGN_OR_RETURN(ShardLease src, OpenShard(file.shard));
   return CheckMemberAgainst(file, *src);
+}
+
+Result<std::span<const uint8_t>> PackSet::ReadThrough(
+    const Node& file, uint64_t offset, std::span<const Node> followers,
+    std::vector<uint8_t>* scratch, std::vector<std::span<const uint8_t>>* out) const {
+  out->assign(followers.size(), std::span<const uint8_t>());
+  if (file.is_dir() || raw_members_) return Status::InvalidArgument("not a zip or tar member");
+  if (offset >= file.size) return std::span<const uint8_t>();
+  PACKFS_ASSIGN_OR_RETURN(ShardLease src, OpenShard(file.shard));
+  if (src->fd() < 0) return Status::InvalidArgument("not a local shard");
+  const uint64_t at = file.data_offset + offset;
+  const uint64_t file_end = file.data_offset + file.size;
+  const bool file_checked = impl_->Checked(file.id);
+  const uint64_t begin = file_checked ? at : std::min(at, file.local_header_offset);
+  uint64_t end = file_end;
+  for (const Node& f : followers) {
+    if (f.shard != file.shard || f.local_header_offset < end || f.is_dir()) {
+      return Status::InvalidArgument("followers must follow the member in its shard");
+    }
+    end = f.data_offset + f.size;
+  }
+  if (end > src->size()) {
+    return Status::Stale(ShardRefPath(file.shard) + ": the catalog places members up to offset " +
+                         std::to_string(end) + " but the shard ends at " +
+                         std::to_string(src->size()) + " (the shard shrank?); " +
+                         impl_->refresh_hint);
+  }
+  const size_t total = static_cast<size_t>(end - begin);
+  if (scratch->size() < total) scratch->resize(total);
+  std::span<uint8_t> buf(scratch->data(), total);
+  PACKFS_ASSIGN_OR_RETURN(size_t got, src->ReadAt(begin, buf));
+  const std::span<const uint8_t> bytes(buf.data(), got);
+  PrefetchedSource prefetched(*src, begin, bytes);
+  if (!file_checked) PACKFS_RETURN_IF_ERROR(CheckMemberAgainst(file, prefetched));
+  if (got < file_end - begin) {
+    return Status::Stale(ShardRefPath(file.shard) + ": short read of member data at offset " +
+                         std::to_string(at) + " (the shard shrank?); " + impl_->refresh_hint);
+  }
+  // Tar members carry no CRC-32; zip members' bytes are checked here, as they may never be
+  // asked for again.
+  const bool has_crc = file.shard >= catalog_->shards().size() ||
+                       ShardFormatOf(catalog_->shards()[file.shard].name) != ShardFormat::kTar;
+  for (size_t i = 0; i < followers.size(); ++i) {
+    const Node& f = followers[i];
+    if (f.data_offset + f.size > begin + got) break;
+    if (!impl_->Checked(f.id) && !CheckMemberAgainst(f, prefetched).ok()) continue;
+    std::span<const uint8_t> data = bytes.subspan(f.data_offset - begin, f.size);
+    if (has_crc && Crc32(0, data.data(), data.size()) != f.crc32) continue;
+    (*out)[i] = data;
+  }
+  return bytes.subspan(at - begin, file_end - at);
 }
 
 Status PackSet::CheckMemberAgainst(const Node& file, const ShardSource& shard) const {

@@ -112,6 +112,19 @@ class PackSet {
                                             std::vector<uint8_t>* scratch) const;
   static constexpr uint64_t kHeadedReadGap = 64 * 1024;
 
+  // A read that reaches the end of `file` ([offset, file.size)) together with whole members that
+  // follow it in the same shard (`followers`, ascending offsets, each starting at or after the end
+  // of the one before): one pread from the file's local header (or from `offset` when the header
+  // was checked before) to the end of the last follower. Returns the file's bytes; `out[i]` is the
+  // data of followers[i], or empty when it cannot be served from these bytes (its local header does
+  // not match the catalog, or its CRC-32 does not: that member's own read reports why). Fails
+  // like ReadCopy for the file itself. Local fd-backed zip/tar shards only (InvalidArgument
+  // otherwise: callers use ReadCopy).
+  Result<std::span<const uint8_t>> ReadThrough(const Node& file, uint64_t offset,
+                                               std::span<const Node> followers,
+                                               std::vector<uint8_t>* scratch,
+                                               std::vector<std::span<const uint8_t>>* out) const;
+
   // Checks the local header of `file` once (cached per node id). Returns OK when valid.
   Status CheckMember(const Node& file) const;
 

@@ -45,6 +45,14 @@ std::string Stats::ToJson(const std::string& extra) const {
          std::to_string(reads_in_flight_.load(std::memory_order_relaxed)) + ",\n";
   out += "  \"shards_used\": " + std::to_string(shards_used_.load(std::memory_order_relaxed)) +
          ",\n";
+  auto push = [&](PushEvent e) { return std::to_string(push_count(e)); };
+  out += "  \"push\": {\"reads\": " + push(PushEvent::kWindow) +
+         ", \"files\": " + push(PushEvent::kFile) +
+         ", \"bytes\": " + std::to_string(pushed_bytes_.load(std::memory_order_relaxed)) +
+         ", \"unknown_inode\": " + push(PushEvent::kUnknownInode) +
+         ", \"failed\": " + push(PushEvent::kFailed) +
+         ", \"reread\": " + push(PushEvent::kReread) +
+         ", \"dropped\": " + push(PushEvent::kDropped) + "},\n";
   out += "  \"read_latency_us\": {";
   for (size_t i = 0; i < latency_.size(); ++i) {
     out += i ? ", " : "";

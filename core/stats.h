@@ -47,6 +47,21 @@ class Stats {
   // Counts a shard's first use (callers make sure each shard is counted once).
   void ShardUsed() { shards_used_.fetch_add(1, std::memory_order_relaxed); }
 
+  // Files pushed into the kernel's page cache beside a read (fuse/push.h): a read that pushed
+  // any, each file pushed and its bytes, pushes the kernel refused because it had no inode for
+  // the file (by path, before its LOOKUP), other refusals, and READs that arrived for a file
+  // pushed before (its pushed pages were evicted before it was read: a wasted push), and reads
+  // whose followers were not pushed because the push queue was full.
+  enum class PushEvent : uint8_t {
+    kWindow = 0, kFile, kUnknownInode, kFailed, kReread, kDropped, kCount
+  };
+  void CountPush(PushEvent e, uint64_t bytes = 0) {
+    push_[static_cast<size_t>(e)].fetch_add(1, std::memory_order_relaxed);
+    if (bytes) pushed_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  uint64_t push_count(PushEvent e) const {
+    return push_[static_cast<size_t>(e)].load(std::memory_order_relaxed);
+  }
   uint64_t requests(RequestKind kind) const {
     return requests_[static_cast<size_t>(kind)].load(std::memory_order_relaxed);
   }
@@ -54,7 +69,7 @@ class Stats {
   uint64_t bytes_served() const { return bytes_served_.load(std::memory_order_relaxed); }
 
   // One JSON object: {"requests": {...}, "bytes_served": N, "errors": N, "reads_in_flight": N,
-  // "shards_used": N, "read_latency_us": {"<lower bound>": count, ...}}. `extra` is spliced in
+  // "shards_used": N, "push": {...}, "read_latency_us": {"<lower bound>": count, ...}}. `extra` is spliced in
   // verbatim as additional members (e.g. "\"sources\": 2"), or empty.
   std::string ToJson(const std::string& extra = "") const;
 
@@ -65,6 +80,8 @@ class Stats {
   std::atomic<uint64_t> bytes_served_{0};
   std::atomic<int64_t> reads_in_flight_{0};
   std::atomic<uint64_t> shards_used_{0};
+  std::array<std::atomic<uint64_t>, static_cast<size_t>(PushEvent::kCount)> push_{};
+  std::atomic<uint64_t> pushed_bytes_{0};
 };
 
 }  // namespace packfs

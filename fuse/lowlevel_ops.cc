@@ -8,8 +8,10 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <string>
 #include <vector>
+
 
 namespace packfs {
 namespace {
@@ -113,12 +115,22 @@ void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
       return;
     }
     fuse_entry_param e = ToEntry(s, **r);
-    fuse_reply_entry(req, &e);
+    if (fuse_reply_entry(req, &e) == 0 && s.pusher) s.pusher->Known(e.ino);
   });
 }
 
-void OpForget(fuse_req_t req, fuse_ino_t, uint64_t) { fuse_reply_none(req); }
-void OpForgetMulti(fuse_req_t req, size_t, fuse_forget_data*) { fuse_reply_none(req); }
+void OpForget(fuse_req_t req, fuse_ino_t ino, uint64_t) {
+  SessionState& s = State(req);
+  if (s.pusher) s.pusher->Forgotten(ino);
+  fuse_reply_none(req);
+}
+void OpForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
+  SessionState& s = State(req);
+  if (s.pusher) {
+    for (size_t i = 0; i < count; ++i) s.pusher->Forgotten(forgets[i].ino);
+  }
+  fuse_reply_none(req);
+}
 
 void OpGetattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
   Guard(req, "getattr", [&] {
@@ -153,6 +165,35 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   });
 }
 
+// A READ that reaches the end of a small file in a local shard: one pread brings the files that
+// follow it too, and those the kernel holds an inode for are pushed into its cache after the
+// reply (fuse/push.h). Returns false, having replied nothing, when the read does not qualify.
+bool ReadAndPush(fuse_req_t req, SessionState& s, fuse_ino_t ino, size_t size, off_t off) {
+  Pusher& pusher = *s.pusher;
+  Pusher::Job job{s.read_buffers.Take(), {}};
+  struct GiveBack {  // the buffer goes back to the pool unless the push thread takes it
+    ReadBuffers& pool;
+    std::vector<uint8_t>& buf;
+    ~GiveBack() {
+      if (buf.capacity()) pool.Give(std::move(buf));
+    }
+  } give_back{s.read_buffers, job.buf};
+  Result<std::optional<std::span<const uint8_t>>> got = s.fs->ReadThrough(
+      ino, static_cast<uint64_t>(off), size, pusher.window(),
+      s.config.zero_copy ? s.config.zero_copy_min : SIZE_MAX, [&pusher](uint64_t i) { return pusher.Wanted(i); }, &job.buf, &job.followers);
+  if (!got.ok()) {
+    ReplyStatus(req, "read", got.status());
+    return true;
+  }
+  if (!*got) return false;
+  Stats& stats = s.fs->stats();
+  stats.AddBytes((*got)->size());
+  fuse_reply_buf(req, reinterpret_cast<const char*>((*got)->data()), (*got)->size());
+  if (off == 0) pusher.Served(ino);
+  if (!job.followers.empty()) pusher.Enqueue(std::move(job));
+  return true;
+}
+
 void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
   Guard(req, "read", [&] {
     SessionState& s = State(req);
@@ -171,6 +212,7 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
       }
     } in_flight{stats, start};
     if (off < 0) return (void)fuse_reply_err(req, EINVAL);
+    if (s.pusher && ReadAndPush(req, s, ino, size, off)) return;
     Result<ReadExtent> ext = ReadExtent{};
     if (s.config.zero_copy && size >= s.config.zero_copy_min) {
       ext = s.fs->PrepareRead(ino, static_cast<uint64_t>(off), size);
@@ -262,6 +304,7 @@ void ReadDirCommon(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool 
       }
       if (need > room) break;  // not added; the kernel asks again from this entry's offset
       used += need;
+      if (plus && s.pusher && d.name != "." && d.name != "..") s.pusher->Known(d.attr.ino);
     }
     fuse_reply_buf(req, buf.data(), used);
   });

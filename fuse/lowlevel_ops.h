@@ -17,6 +17,7 @@
 #include "core/filesystem.h"
 #include "core/status.h"
 #include "fuse/logger.h"
+#include "fuse/push.h"
 #include "fuse/read_buffers.h"
 
 namespace packfs {
@@ -41,6 +42,9 @@ struct ServeConfig {
   // Largest READ we ask the kernel for (1 MiB: large members stream at disk speed). It is
   // also the max_read mount option, which libfuse wants repeated in INIT.
   unsigned max_read = 1u << 20;
+  // A READ that reaches the end of a file pushes the files that follow it in its shard, up to
+  // this many bytes from the read's start, into the kernel's page cache (fuse/push.h; 0: off).
+  uint64_t push_window = 256u << 10;
 };
 
 struct SessionState {
@@ -56,6 +60,10 @@ struct SessionState {
   std::function<void()> on_ready;
   // The io_uring transport when the mount has one (its session hooks find it here).
   UringTransport* uring = nullptr;
+  // The session, for notifications (set before the mount answers).
+  fuse_session* se = nullptr;
+  // Pushes followers of a read into the kernel's cache (null when config.push_window is 0).
+  std::unique_ptr<Pusher> pusher;
 };
 
 // The operation table (read-only ops implemented; every mutating op replies EROFS).

@@ -385,6 +385,7 @@ int RunMount(const Plan& plan, int ready_fd) {
   config.splice = plan.mount.splice;
   config.no_open = plan.mount.no_open;
   if (!plan.mount.prefetch) config.prefetch_max = 0;
+  if (plan.mount.push_window) config.push_window = *plan.mount.push_window;
   config.max_read = plan.mount.max_read.value_or(config.max_read);
   SessionParams params;
   params.mountpoint = plan.mountpoint;

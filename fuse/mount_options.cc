@@ -4,6 +4,8 @@
 #include <charconv>
 #include <string>
 
+#include "core/byte_size.h"
+
 namespace packfs {
 namespace {
 
@@ -75,6 +77,13 @@ Status ParseMountOptions(std::string_view list, MountOptions* out) {
       out->splice = false;
     } else if (opt == "noprefetch") {
       out->prefetch = false;
+    } else if (name == "push") {
+      Result<uint64_t> v = ParseByteSize(value);
+      if (!v.ok()) return v.status().WithPrefix("-o push");
+      if (*v > (64u << 20)) return Status::InvalidArgument("-o push: at most 64M");
+      out->push_window = *v;
+    } else if (opt == "nopush") {
+      out->push_window = 0;
     } else if (opt == "io_uring") {
       out->io_uring = true;
     } else if (opt == "open") {

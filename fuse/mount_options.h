@@ -1,5 +1,6 @@
 // Mount options: splits `-o a,b=c` lists into what packfs handles itself (uid=, gid=, umask=,
-// catalog=, on_collision=, threads=, nozerocopy, nosplice, noprefetch, open, io_uring) and what
+// catalog=, on_collision=, threads=, nozerocopy, nosplice, noprefetch, push=, nopush, open,
+// io_uring) and what
 // goes to libfuse and the kernel (allow_other, max_read=, ...), dropping what only mount(8) and
 // fstab use (defaults, noauto, nofail, _netdev, user, x-*, ...). Pure functions;
 // thread-compatible.
@@ -28,6 +29,7 @@ struct MountOptions {
   bool no_open = true;
   bool io_uring = false;                    // -o io_uring: serve over FUSE io_uring
   bool prefetch = true;                     // -o noprefetch: no read-ahead at lookup
+  std::optional<uint64_t> push_window;      // -o push=SIZE (bytes), -o nopush (0)
   bool debug = false;                       // -o debug
   std::vector<std::string> fuse_options;    // passed on, in order
 };

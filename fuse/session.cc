@@ -78,6 +78,14 @@ Status ServeMount(const Filesystem& fs, const ServeConfig& config, const Session
     return Status::InvalidArgument("libfuse rejected the mount options '" +
                                    params.fuse_options + "'");
   }
+  state.se = se.get();
+  if (config.push_window > 0) {
+    // Queue bound: enough for every worker's read to be waiting at once, 8 MiB at least.
+    const size_t queue = std::max<size_t>(8u << 20, 2 * params.threads * config.push_window);
+    state.pusher = std::make_unique<Pusher>(
+        se.get(), fs.max_ino(), config.push_window, queue, fs.stats(),
+        [&state](std::vector<uint8_t> buf) { state.read_buffers.Give(std::move(buf)); });
+  }
   {
     // Declared before `mounted`: its threads are woken and joined after the unmount, and its
     // rings closed before the session (and its /dev/fuse fd) is destroyed.
@@ -111,6 +119,7 @@ Status ServeMount(const Filesystem& fs, const ServeConfig& config, const Session
     fuse_loop_cfg_set_idle_threads(loop.get(), threads);
     int rc = fuse_session_loop_mt(se.get(), loop.get());
     if (rc < 0) log.Error("session loop ended with error: " + ErrnoText(-rc));
+    if (state.pusher) state.pusher->Stop();  // before the session it pushes to goes away
   }
   return Status::OK();
 }

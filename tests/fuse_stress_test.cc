@@ -132,8 +132,8 @@ TEST(FuseStressTest, SixteenThreadsOfRandomReadsCheckEveryByte) {
   stop = true;
   for (auto& th : threads) th.join();
   auto served = testing::Sh("getfattr --only-values -n user.packfs.stats '" + mnt +
-                            "' | python3 -c 'import json,sys; print(json.load(sys.stdin)"
-                            "[\"requests\"][\"read\"])'");
+                            "' | python3 -c 'import json,sys; s=json.load(sys.stdin); "
+                            "print(s[\"requests\"][\"read\"], json.dumps(s[\"push\"]))'");
   const uint64_t daemon_reads = std::strtoull(served.out.c_str(), nullptr, 10);
   std::printf("stress: %llu reads (%llu reached the daemon), %.1f MiB, %llu mismatches, %llu "
               "errors; daemon RssAnon %ld KiB after warm-up, %ld KiB at the end\n",
@@ -141,6 +141,7 @@ TEST(FuseStressTest, SixteenThreadsOfRandomReadsCheckEveryByte) {
               static_cast<unsigned long long>(daemon_reads), bytes.load() / 1048576.0,
               static_cast<unsigned long long>(mismatches.load()),
               static_cast<unsigned long long>(errors.load()), warm, end);
+  std::printf("stress: daemon reads and pushes: %s", served.out.c_str());
   std::string failures;
   for (const auto& f : first_failure) {
     if (!f.empty()) failures += f + "\n";

@@ -1,0 +1,140 @@
+// Pusher: pushing the files that follow a read into the kernel's page cache (see push.h).
+#include "fuse/push.h"
+
+#include <cerrno>
+#include <cstring>
+
+namespace packfs {
+
+InodeBits::InodeBits(uint64_t max_ino)
+    : max_ino_(max_ino), words_(new std::atomic<uint64_t>[max_ino / 64 + 1]) {
+  for (uint64_t i = 0; i <= max_ino / 64; ++i) words_[i].store(0, std::memory_order_relaxed);
+}
+
+void InodeBits::Set(uint64_t ino) {
+  if (ino > max_ino_) return;
+  const uint64_t bit = uint64_t{1} << (ino % 64);
+  if (!(words_[ino / 64].load(std::memory_order_relaxed) & bit)) {
+    words_[ino / 64].fetch_or(bit, std::memory_order_relaxed);
+  }
+}
+
+void InodeBits::Clear(uint64_t ino) {
+  if (ino > max_ino_) return;
+  const uint64_t bit = uint64_t{1} << (ino % 64);
+  if (words_[ino / 64].load(std::memory_order_relaxed) & bit) {
+    words_[ino / 64].fetch_and(~bit, std::memory_order_relaxed);
+  }
+}
+
+bool InodeBits::Test(uint64_t ino) const {
+  if (ino > max_ino_) return false;
+  return (words_[ino / 64].load(std::memory_order_relaxed) >> (ino % 64)) & 1;
+}
+
+bool InodeBits::TestAndClear(uint64_t ino) {
+  if (!Test(ino)) return false;
+  const uint64_t bit = uint64_t{1} << (ino % 64);
+  return (words_[ino / 64].fetch_and(~bit, std::memory_order_relaxed) & bit) != 0;
+}
+
+Pusher::Pusher(fuse_session* se, uint64_t max_ino, uint64_t window, size_t queue_bytes,
+               Stats& stats, std::function<void(std::vector<uint8_t>)> release)
+    : se_(se),
+      window_(window),
+      queue_max_(queue_bytes),
+      stats_(stats),
+      release_(std::move(release)),
+      known_(max_ino),
+      cached_(max_ino),
+      pushed_(max_ino),
+      thread_([this] { Run(); }) {}
+
+Pusher::~Pusher() { Stop(); }
+
+void Pusher::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Job& job : queue_) Release(job);
+  queue_.clear();
+  queued_bytes_ = 0;
+}
+
+void Pusher::Forgotten(uint64_t ino) {
+  known_.Clear(ino);
+  cached_.Clear(ino);
+  pushed_.Clear(ino);
+}
+
+void Pusher::Served(uint64_t ino) {
+  cached_.Set(ino);
+  if (pushed_.TestAndClear(ino)) stats_.CountPush(Stats::PushEvent::kReread);
+}
+
+void Pusher::Release(Job& job) {
+  if (release_) release_(std::move(job.buf));
+}
+
+void Pusher::Enqueue(Job job) {
+  if (job.followers.empty()) {
+    Release(job);
+    return;
+  }
+  const size_t bytes = job.buf.capacity();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stop_ && queued_bytes_ + bytes <= queue_max_) {
+      for (const auto& f : job.followers) cached_.Set(f.ino);
+      queued_bytes_ += bytes;
+      queue_.push_back(std::move(job));
+      cv_.notify_one();
+      return;
+    }
+  }
+  stats_.CountPush(Stats::PushEvent::kDropped);
+  Release(job);
+}
+
+void Pusher::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    if (stop_) return;
+    Job job = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    PushOne(job);
+    const size_t bytes = job.buf.capacity();
+    Release(job);
+    lock.lock();
+    queued_bytes_ -= bytes;
+  }
+}
+
+void Pusher::PushOne(const Job& job) {
+  stats_.CountPush(Stats::PushEvent::kWindow);
+  for (const Filesystem::Follower& f : job.followers) {
+    fuse_bufvec bv = FUSE_BUFVEC_INIT(f.data.size());
+    bv.buf[0].mem = const_cast<uint8_t*>(f.data.data());
+    const int rc = fuse_lowlevel_notify_store(se_, f.ino, 0, &bv, FUSE_BUF_NO_SPLICE);
+    if (rc == 0) {
+      pushed_.Set(f.ino);
+      stats_.CountPush(Stats::PushEvent::kFile, f.data.size());
+    } else if (rc == -ENOENT) {
+      // The kernel no longer holds the inode (evicted since it was listed).
+      known_.Clear(f.ino);
+      cached_.Clear(f.ino);
+      stats_.CountPush(Stats::PushEvent::kUnknownInode);
+    } else {
+      cached_.Clear(f.ino);
+      stats_.CountPush(Stats::PushEvent::kFailed);
+    }
+  }
+}
+
+}  // namespace packfs

@@ -1,0 +1,199 @@
+// Pushing a read's neighbours into the kernel's page cache (fuse/push.h), through real mounts:
+// after a listing, reading one file brings the files that follow it in the shard, and reading
+// those sends no READ; by path (no listing) nothing is pushed; -o nopush turns it off; a
+// neighbour whose bytes fail their CRC-32 is never pushed. Request counts come from
+// user.packfs.stats.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/mount_util.h"
+#include "tests/support/test_util.h"
+
+namespace packfs {
+namespace {
+
+using testing::Mount;
+using testing::TempDir;
+
+constexpr int kFiles = 80;
+constexpr uint64_t kWindow = 256 * 1024;  // packfs's default -o push
+
+std::string Name(int i) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "d/%04d.bin", i);
+  return buf;
+}
+
+nlohmann::json Stats(const std::string& mnt) {
+  std::string v(1 << 16, '\0');
+  ssize_t n = ::getxattr(mnt.c_str(), "user.packfs.stats", v.data(), v.size());
+  EXPECT_GT(n, 0) << mnt;
+  v.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  nlohmann::json j = nlohmann::json::parse(v, nullptr, false);
+  EXPECT_TRUE(j.is_object()) << v;
+  return j;
+}
+
+uint64_t Reads(const std::string& mnt) { return Stats(mnt)["requests"]["read"].get<uint64_t>(); }
+
+// Waits until the push thread has handled every read it was given (its counters settle).
+nlohmann::json SettledPush(const std::string& mnt) {
+  nlohmann::json last;
+  for (int i = 0; i < 100; ++i) {
+    nlohmann::json p = Stats(mnt)["push"];
+    if (i > 0 && p == last) return p;
+    last = p;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return last;
+}
+
+void List(const std::string& dir) {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) n += e.is_regular_file();
+  EXPECT_GT(n, 0u) << dir;
+}
+
+class FusePushTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse here";
+    for (int i = 0; i < kFiles; ++i) {
+      files_.push_back(testing::RandomBytes(4096 + static_cast<size_t>(i * 7919) % 16384, i + 1));
+      testing::WriteFile(tmp_ / ("src/" + Name(i)), files_.back());
+    }
+    testing::WriteFile(tmp_ / "src/e/next-dir.bin", testing::RandomBytes(5000, 999));
+    auto pack = testing::Run({testing::MkpackPath(), "pack", "--no-fsync", tmp_ / "src",
+                              tmp_ / "media"});
+    ASSERT_EQ(pack.exit_code, 0) << pack.err;
+    ASSERT_EQ(::mkdir((tmp_ / "mnt").c_str(), 0755), 0);
+    // Where each member's data lies: the files a read of d/0000.bin pushes are those that end
+    // within kWindow of its first byte.
+    auto ls = testing::Run({testing::MkpackPath(), "ls", "--json", tmp_ / "media"});
+    ASSERT_EQ(ls.exit_code, 0) << ls.err;
+    std::map<std::string, std::pair<uint64_t, uint64_t>> at;
+    std::istringstream in(ls.out);
+    for (std::string line; std::getline(in, line);) {
+      auto m = nlohmann::json::parse(line);
+      at[m["key"]] = {m["offset"].get<uint64_t>(), m["size"].get<uint64_t>()};
+    }
+    const uint64_t start = at[Name(0)].first;
+    for (int i = 1; i < kFiles; ++i) {
+      const auto [off, size] = at[Name(i)];
+      if (off + size - start > kWindow) break;
+      ++in_window_;
+    }
+    ASSERT_GT(in_window_, 3);
+    ASSERT_LT(in_window_, kFiles - 1);
+  }
+
+  TempDir tmp_;
+  std::vector<std::string> files_;
+  int in_window_ = 0;  // files after d/0000.bin within the push window
+};
+
+TEST_F(FusePushTest, AfterAListingTheFollowersOfAReadComeWithoutRequests) {
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt");
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  const std::string mnt = mount.path();
+  List(mnt + "/d");
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(0)), files_[0]);
+  nlohmann::json push = SettledPush(mnt);
+  EXPECT_EQ(push["files"].get<int>(), in_window_) << push;
+  EXPECT_EQ(push["unknown_inode"].get<int>(), 0) << push;
+  EXPECT_EQ(push["failed"].get<int>(), 0) << push;
+  const uint64_t reads = Reads(mnt);
+  for (int i = 1; i <= in_window_; ++i) {
+    EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files_[i]) << Name(i);
+  }
+  EXPECT_EQ(Reads(mnt), reads) << "pushed files were read through requests";
+  // The first file past the window is read through a request, and it pushes its own followers.
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(in_window_ + 1)), files_[in_window_ + 1]);
+  EXPECT_EQ(Reads(mnt), reads + 1);
+  EXPECT_GT(SettledPush(mnt)["files"].get<int>(), in_window_);
+  EXPECT_EQ(SettledPush(mnt)["reread"].get<int>(), 0);
+}
+
+TEST_F(FusePushTest, ByPathNothingIsPushedAndTheDirectoryBoundaryHolds) {
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt");
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  const std::string mnt = mount.path();
+  // No listing: the kernel holds no inode of the neighbours, so none is pushed (or tried).
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(0)), files_[0]);
+  nlohmann::json push = SettledPush(mnt);
+  EXPECT_EQ(push["files"].get<int>(), 0) << push;
+  EXPECT_EQ(push["unknown_inode"].get<int>(), 0) << push;
+  uint64_t reads = Reads(mnt);
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(1)), files_[1]);
+  EXPECT_EQ(Reads(mnt), reads + 1);
+  // The last file of d/ is followed in the shard by e/'s file, listed or not: never pushed.
+  List(mnt + "/e");
+  List(mnt + "/d");
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(kFiles - 1)), files_[kFiles - 1]);
+  EXPECT_EQ(SettledPush(mnt)["files"].get<int>(), 0);
+  reads = Reads(mnt);
+  testing::ReadFile(mnt + "/e/next-dir.bin");
+  EXPECT_EQ(Reads(mnt), reads + 1);
+}
+
+TEST_F(FusePushTest, OptionNopushTurnsItOff) {
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt", {"-o", "nopush"});
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  const std::string mnt = mount.path();
+  List(mnt + "/d");
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(0)), files_[0]);
+  EXPECT_EQ(SettledPush(mnt)["files"].get<int>(), 0);
+  const uint64_t reads = Reads(mnt);
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(1)), files_[1]);
+  EXPECT_EQ(Reads(mnt), reads + 1);
+}
+
+TEST_F(FusePushTest, AFollowerWithBadBytesIsNeverPushed) {
+  // Damage one byte inside d/0002.bin's data, keeping the shard's size and mtime (so neither
+  // the catalog nor the local header notice: only its CRC-32 does).
+  const std::string shard = tmp_ / "media/pack-0000.zip";
+  auto ls = testing::Run({testing::MkpackPath(), "resolve", "--json", tmp_ / "media", Name(2)});
+  ASSERT_EQ(ls.exit_code, 0) << ls.err;
+  auto where = nlohmann::json::parse(ls.out.substr(0, ls.out.find('\n')));
+  const uint64_t off = where["offset"].get<uint64_t>() + 100;
+  struct stat before;
+  ASSERT_EQ(::stat(shard.c_str(), &before), 0);
+  {
+    std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(off));
+    char c = static_cast<char>(f.get());
+    f.seekp(static_cast<std::streamoff>(off));
+    f.put(static_cast<char>(c ^ 0x5a));
+  }
+  const timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, shard.c_str(), times, 0), 0);
+
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt");
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  const std::string mnt = mount.path();
+  List(mnt + "/d");
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(0)), files_[0]);
+  nlohmann::json push = SettledPush(mnt);
+  EXPECT_EQ(push["files"].get<int>(), in_window_ - 1) << push;
+  uint64_t reads = Reads(mnt);
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(1)), files_[1]);
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(3)), files_[3]);
+  EXPECT_EQ(Reads(mnt), reads) << "the good followers were pushed";
+  // The damaged one was left to its own read.
+  std::ifstream in(mnt + "/" + Name(2), std::ios::binary);
+  std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_GT(Reads(mnt), reads);
+}
+
+}  // namespace
+}  // namespace packfs
