@@ -95,6 +95,20 @@ Status AddDatasetFiles(const PackSet& set, bool skip_v3_videos, Converted* out) 
   });
 }
 
+// The refusal of a partial dataset: every missing source with its episodes, and what to do.
+Status MissingSourcesError(const PackSet& set, const LeRobotPlan& plan) {
+  size_t videos = 0;
+  std::string list;
+  for (const MissingLeRobotSource& m : plan.missing) {
+    videos += m.videos.size();
+    list += "\n  " + DescribeMissingSource(m);
+  }
+  return Status::NotFound(set.dir() + " lacks " + std::to_string(plan.missing.size()) +
+                          " source MP4(s) that " + std::to_string(videos) +
+                          " episode video(s) are cut from:" + list +
+                          "\nrestore them (an interrupted download?) and convert again");
+}
+
 Result<Converted> Collect(const PackSet& set, const LeRobotInfo& info, int threads) {
   Converted c;
   c.v3 = IsLeRobotV3(info);
@@ -103,6 +117,7 @@ Result<Converted> Collect(const PackSet& set, const LeRobotInfo& info, int threa
   LeRobotViewOptions vopts;
   vopts.threads = threads;
   PACKFS_ASSIGN_OR_RETURN(c.plan, PlanLeRobotView(set, info, vopts));
+  if (!c.plan.missing.empty()) return MissingSourcesError(set, c.plan);
   PACKFS_ASSIGN_OR_RETURN(std::optional<Node> existing, set.catalog().Find("meta/episodes.jsonl"));
   if (!existing) {
     PackInput in;
