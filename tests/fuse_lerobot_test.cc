@@ -244,6 +244,88 @@ TEST_F(LeRobotMountTest, PartialDatasetServesTheEpisodesItHolds) {
   }
 }
 
+// `mkpack convert-lerobot` of a dataset missing two source MP4s (one of each camera): refused by
+// default and in --dry-run, naming both; with --missing skip the rest is converted, the skipped
+// episode videos listed in video_index.json, and the converted set serves them frame-exact.
+TEST_F(LeRobotMountTest, ConvertPartialDatasetRefusesOrSkipsTheMissingEpisodes) {
+  TempDir work;
+  const std::string ds = work / "ds";
+  const std::string top0 = "videos/observation.images.top/chunk-000/file-000.mp4";
+  const std::string front1 = "videos/observation.images.front/chunk-000/file-001.mp4";
+  PartialCopy(ds, {top0, front1});
+  const std::string dst = work / "episodes";
+  auto expect_lists_both = [&](const testing::RunResult& r) {
+    EXPECT_NE(r.err.find(top0 + " (episodes 0-2 of camera observation.images.top)"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find(front1 + " (episodes 3-4 of camera observation.images.front)"),
+              std::string::npos)
+        << r.err;
+  };
+  for (bool dry : {false, true}) {
+    SCOPED_TRACE(dry ? "--dry-run" : "convert");
+    std::vector<std::string> args = {testing::MkpackPath(), "convert-lerobot", ds, dst};
+    if (dry) args.push_back("--dry-run");
+    testing::RunResult refused = testing::Run(args);
+    EXPECT_EQ(refused.exit_code, 2) << refused.err;
+    expect_lists_both(refused);
+    EXPECT_NE(refused.err.find("--missing skip"), std::string::npos) << refused.err;
+    EXPECT_FALSE(std::filesystem::exists(dst));
+  }
+  testing::RunResult dry = testing::Run(
+      {testing::MkpackPath(), "convert-lerobot", ds, dst, "--missing", "skip", "--dry-run"});
+  EXPECT_EQ(dry.exit_code, 1) << dry.err;
+  expect_lists_both(dry);
+  EXPECT_NE(dry.out.find(V21Path(1, "observation.images.top") +
+                         "\tskipped: " + top0 + " is missing"),
+            std::string::npos)
+      << dry.out;
+  EXPECT_NE(dry.out.find(V21Path(4, "observation.images.front") +
+                         "\tskipped: " + front1 + " is missing"),
+            std::string::npos)
+      << dry.out;
+  EXPECT_FALSE(std::filesystem::exists(dst));
+
+  testing::RunResult r = testing::Run(
+      {testing::MkpackPath(), "convert-lerobot", ds, dst, "--missing", "skip", "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  expect_lists_both(r);
+  const json summary = json::parse(r.out);
+  EXPECT_EQ(summary["episodes"], 5);
+  EXPECT_EQ(summary["episode_videos"], 5);
+  EXPECT_EQ(summary["skipped_episode_videos"], 5);
+  EXPECT_EQ(summary["missing_sources"], 2);
+  const json index = json::parse(testing::ReadFile(dst + "/video_index.json"));
+  std::set<std::string> skipped, listed;
+  for (const json& s : index["skipped"]) {
+    skipped.insert(std::to_string(s["episode_index"].get<uint64_t>()) + " " +
+                   s["camera"].get<std::string>() + " " + s["missing"].get<std::string>());
+  }
+  EXPECT_EQ(skipped, (std::set<std::string>{"0 observation.images.top " + top0,
+                                            "1 observation.images.top " + top0,
+                                            "2 observation.images.top " + top0,
+                                            "3 observation.images.front " + front1,
+                                            "4 observation.images.front " + front1}));
+  for (const json& ep : index["episodes"]) {
+    for (const auto& [cam, v] : ep["videos"].items()) {
+      listed.insert(std::to_string(ep["episode_index"].get<uint64_t>()) + " " + cam);
+    }
+  }
+  EXPECT_EQ(listed, (std::set<std::string>{"0 observation.images.front", "1 observation.images.front",
+                                           "2 observation.images.front", "3 observation.images.top",
+                                           "4 observation.images.top"}));
+  testing::Mount mnt({dst}, MountDir(work / "mnt"));
+  ASSERT_TRUE(mnt.ok()) << mnt.result().err;
+  ExpectEpisodesMatchOriginals(mnt.path(), {top0, front1});
+  ExpectEpisodesJsonl(mnt.path() + "/meta/episodes.jsonl");
+  EXPECT_EQ(testing::Sha256File(mnt.path() + "/data/chunk-000/file-000.parquet"),
+            testing::Sha256File(ds + "/data/chunk-000/file-000.parquet"));
+  // Mounted as it is, the same partial dataset names both files too.
+  testing::Mount partial({ds}, MountDir(work / "partial"));
+  ASSERT_TRUE(partial.ok()) << partial.result().err;
+  expect_lists_both(partial.result());
+}
+
 TEST_F(LeRobotMountTest, ConvertLeRobotWritesSelfContainedEpisodes) {
   TempDir work;
   const std::string dst = work / "episodes";
