@@ -172,6 +172,9 @@ Result<LeRobotPlan> PlanLeRobotView(const PackSet& dataset, const LeRobotInfo& i
   }
   std::vector<const std::string*> keys;
   for (const auto& [k, _] : by_source) keys.push_back(&k);
+  // absent[i]: keys[i] is not in the dataset. Each slot is written by the one worker that took
+  // key i, and read after the join.
+  std::vector<char> absent(keys.size(), 0);
   std::atomic<size_t> next{0};
   std::mutex err_mu;
   Status first_error;
@@ -181,10 +184,8 @@ Result<LeRobotPlan> PlanLeRobotView(const PackSet& dataset, const LeRobotInfo& i
       Status st = [&]() -> Status {
         PACKFS_ASSIGN_OR_RETURN(std::optional<Node> node, FindFile(dataset, key));
         if (!node) {
-          const EpisodeVideoFile& v = plan.videos[by_source.at(key).front()];
-          return Status::NotFound(dataset.dir() + ": episode " + std::to_string(v.episode) +
-                                  " of camera " + v.video_key + " is in " + key +
-                                  ", which the dataset does not hold");
+          absent[i] = 1;
+          return Status::OK();
         }
         std::shared_ptr<const ShardSource> src = dataset.MemberSource(key, *node);
         PACKFS_ASSIGN_OR_RETURN(std::shared_ptr<const Mp4Movie> movie, Mp4Movie::Parse(*src));
@@ -215,7 +216,52 @@ Result<LeRobotPlan> PlanLeRobotView(const PackSet& dataset, const LeRobotInfo& i
   work();
   for (auto& t : threads) t.join();
   PACKFS_RETURN_IF_ERROR(first_error);
+
+  // The episode videos of absent sources move from `videos` to `missing` (both keep their order).
+  std::vector<char> left_out(plan.videos.size(), 0);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!absent[i]) continue;
+    MissingLeRobotSource m;
+    m.source_key = *keys[i];
+    for (size_t idx : by_source.at(*keys[i])) {
+      m.videos.push_back(plan.videos[idx]);
+      left_out[idx] = 1;
+    }
+    plan.missing.push_back(std::move(m));
+  }
+  if (!plan.missing.empty()) {
+    std::vector<EpisodeVideoFile> shown;
+    shown.reserve(plan.videos.size());
+    for (size_t i = 0; i < plan.videos.size(); ++i) {
+      if (!left_out[i]) shown.push_back(std::move(plan.videos[i]));
+    }
+    plan.videos = std::move(shown);
+  }
   return plan;
+}
+
+std::string DescribeMissingSource(const MissingLeRobotSource& missing) {
+  // Episodes per camera (a video_path template without {video_key} puts cameras in one file).
+  std::map<std::string, std::vector<uint64_t>> by_camera;
+  for (const EpisodeVideoFile& v : missing.videos) by_camera[v.video_key].push_back(v.episode);
+  std::string out = missing.source_key + " (";
+  bool first_camera = true;
+  for (auto& [camera, episodes] : by_camera) {
+    std::sort(episodes.begin(), episodes.end());
+    if (!first_camera) out += "; ";
+    first_camera = false;
+    out += episodes.size() == 1 ? "episode " : "episodes ";
+    for (size_t i = 0; i < episodes.size();) {
+      size_t j = i;
+      while (j + 1 < episodes.size() && episodes[j + 1] == episodes[j] + 1) ++j;
+      if (i > 0) out += ", ";
+      out += std::to_string(episodes[i]);
+      if (j > i) out += "-" + std::to_string(episodes[j]);
+      i = j + 1;
+    }
+    out += " of camera " + camera;
+  }
+  return out + ")";
 }
 
 Result<std::unique_ptr<PackSet>> OpenLeRobotView(const PackSet& dataset, LeRobotPlan plan,
@@ -245,6 +291,12 @@ Result<std::unique_ptr<PackSet>> OpenLeRobotView(const PackSet& dataset, LeRobot
   }
   add("meta/episodes.jsonl", plan.episodes_jsonl.size(), "<meta/episodes.jsonl>", newest);
   PACKFS_ASSIGN_OR_RETURN(CatalogData data, BuildNodes(std::move(shards)));
+  // A partial dataset is served for what it holds; what it lacks is reported with the set's
+  // other warnings (at mount, before the daemon detaches).
+  for (const MissingLeRobotSource& m : plan.missing) {
+    data.problems.push_back("source MP4 missing, not shown: " + DescribeMissingSource(m) +
+                            "; restore the file and remount to see them");
+  }
 
   auto opener_impl = std::make_shared<EpisodeVideoOpener>(dataset, opts.movie_cache_entries);
   auto videos = std::make_shared<const std::vector<EpisodeVideoFile>>(std::move(plan.videos));

@@ -13,7 +13,9 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/lerobot_meta.h"
 #include "core/pack_set.h"
@@ -42,16 +44,33 @@ struct EpisodeVideoFile {
   int64_t mtime = 0;        // the source MP4's (seconds since the epoch)
 };
 
+// A source MP4 that the episodes tables name but the dataset does not hold (typically left out
+// by an interrupted download), with the episode videos it would have given.
+struct MissingLeRobotSource {
+  std::string source_key;                // e.g. "videos/<camera>/chunk-000/file-001.mp4"
+  std::vector<EpisodeVideoFile> videos;  // episode order; size, mtime and times unknown (0)
+};
+
 // What a view shows, computed from the dataset (the episodes and, per episode and camera, the
 // virtual file). Used by the view and by `mkpack convert-lerobot`.
 struct LeRobotPlan {
   LeRobotInfo info;
-  std::vector<Episode> episodes;
-  std::vector<EpisodeVideoFile> videos;  // episode order, cameras sorted within an episode
-  std::string episodes_jsonl;            // meta/episodes.jsonl
+  std::vector<Episode> episodes;         // every episode of the tables, shown or not
+  std::vector<EpisodeVideoFile> videos;  // episode order, cameras sorted within an episode;
+                                         // only those whose source MP4 is present
+  std::vector<MissingLeRobotSource> missing;  // source key order; empty for a whole dataset
+  std::string episodes_jsonl;            // meta/episodes.jsonl (every episode)
 };
+// Plans the view. A source MP4 the dataset does not hold is not an error: its episode videos go
+// to `missing` instead of `videos`, and the caller decides (the mount warns, `mkpack
+// convert-lerobot` refuses unless --missing skip). A source that is present but unreadable, and
+// bad tables, are errors naming the file.
 Result<LeRobotPlan> PlanLeRobotView(const PackSet& dataset, const LeRobotInfo& info,
                                     const LeRobotViewOptions& opts);
+
+// "videos/<camera>/chunk-000/file-001.mp4 (episodes 3-4, 7 of camera <camera>)": what a missing
+// source takes away, for messages. Runs of consecutive episodes are shown as ranges.
+std::string DescribeMissingSource(const MissingLeRobotSource& missing);
 
 class Mp4Movie;
 
@@ -72,7 +91,9 @@ class EpisodeVideoOpener {
   std::unique_ptr<Cache> cache_;
 };
 
-// The view as a set of its own, to be merged with `dataset` in one Filesystem.
+// The view as a set of its own, to be merged with `dataset` in one Filesystem. Each missing
+// source of the plan becomes one warning of the set (PackSet::warnings()) naming the file and the
+// episodes not shown.
 Result<std::unique_ptr<PackSet>> OpenLeRobotView(const PackSet& dataset, LeRobotPlan plan,
                                                  const LeRobotViewOptions& opts);
 

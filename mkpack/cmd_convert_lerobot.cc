@@ -4,7 +4,9 @@
 // stored at its v2.1 path, the cameras of one episode in one shard; meta/, data/ and the other
 // files are copied, meta/episodes.jsonl is added, and DST/video_index.json maps every episode and
 // camera to its blob reference, time range and frame count. v2.x sources (one MP4 per episode
-// already) are packed unchanged.
+// already) are packed unchanged. A v3 dataset missing source MP4s is refused, listing every one,
+// unless --missing skip converts what is there (the skipped episode videos are listed in
+// video_index.json and the summary).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +19,8 @@
 #include <map>
 #include <mutex>
 #include <regex>
+#include <tuple>
+#include <vector>
 
 #include "core/json.h"
 #include "core/key.h"
@@ -33,6 +37,7 @@ namespace {
 struct LeRobotArgs : PackOutputArgs {
   std::string src, dst;
   ShardLimitArgs limits;  // --max-pack-bytes only: an episode's cameras share a shard
+  std::string missing = "error";  // a source MP4 the episodes table names is absent: error | skip
 };
 
 using Clock = std::chrono::steady_clock;
@@ -95,7 +100,22 @@ Status AddDatasetFiles(const PackSet& set, bool skip_v3_videos, Converted* out) 
   });
 }
 
-Result<Converted> Collect(const PackSet& set, const LeRobotInfo& info, int threads) {
+// The refusal of a partial dataset: every missing source with its episodes, and what to do.
+Status MissingSourcesError(const PackSet& set, const LeRobotPlan& plan) {
+  size_t videos = 0;
+  std::string list;
+  for (const MissingLeRobotSource& m : plan.missing) {
+    videos += m.videos.size();
+    list += "\n  " + DescribeMissingSource(m);
+  }
+  return Status::NotFound(
+      set.dir() + " lacks " + std::to_string(plan.missing.size()) + " source MP4(s) that " +
+      std::to_string(videos) + " episode video(s) are cut from:" + list +
+      "\nrestore them (an interrupted download?), or convert the rest with --missing skip");
+}
+
+Result<Converted> Collect(const PackSet& set, const LeRobotInfo& info, int threads,
+                          bool skip_missing) {
   Converted c;
   c.v3 = IsLeRobotV3(info);
   PACKFS_RETURN_IF_ERROR(AddDatasetFiles(set, c.v3, &c));
@@ -103,6 +123,7 @@ Result<Converted> Collect(const PackSet& set, const LeRobotInfo& info, int threa
   LeRobotViewOptions vopts;
   vopts.threads = threads;
   PACKFS_ASSIGN_OR_RETURN(c.plan, PlanLeRobotView(set, info, vopts));
+  if (!c.plan.missing.empty() && !skip_missing) return MissingSourcesError(set, c.plan);
   PACKFS_ASSIGN_OR_RETURN(std::optional<Node> existing, set.catalog().Find("meta/episodes.jsonl"));
   if (!existing) {
     PackInput in;
@@ -131,6 +152,18 @@ Result<Converted> Collect(const PackSet& set, const LeRobotInfo& info, int threa
 }
 
 int64_t Nanos(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1e9)); }
+
+// The episode videos left out by --missing skip, in episode then camera order.
+std::vector<const EpisodeVideoFile*> Skipped(const LeRobotPlan& plan) {
+  std::vector<const EpisodeVideoFile*> out;
+  for (const MissingLeRobotSource& m : plan.missing) {
+    for (const EpisodeVideoFile& v : m.videos) out.push_back(&v);
+  }
+  std::sort(out.begin(), out.end(), [](const EpisodeVideoFile* a, const EpisodeVideoFile* b) {
+    return std::tie(a->episode, a->video_key) < std::tie(b->episode, b->video_key);
+  });
+  return out;
+}
 
 // DST/video_index.json: per episode and camera, where its file is and what it shows.
 std::string VideoIndexJson(const Converted& c, const PackPlan& plan, const std::string& prefix) {
@@ -164,7 +197,16 @@ std::string VideoIndexJson(const Converted& c, const PackPlan& plan, const std::
     }
     out += "\n    }}";
   }
-  out += "\n  ]\n}\n";
+  // Episode videos left out by --missing skip: which episode, which camera, which file was absent.
+  out += "\n  ],\n  \"skipped\": [";
+  bool first_skip = true;
+  for (const EpisodeVideoFile* v : Skipped(c.plan)) {
+    out += first_skip ? "\n" : ",\n";
+    first_skip = false;
+    out += "    {\"episode_index\": " + std::to_string(v->episode) + ", \"camera\": " +
+           JsonString(v->video_key) + ", \"missing\": " + JsonString(v->source_key) + "}";
+  }
+  out += first_skip ? "]\n}\n" : "\n  ]\n}\n";
   return out;
 }
 
@@ -202,9 +244,20 @@ int RunConvertLeRobot(const LeRobotArgs& a) {
   if (!*info) {
     return fail(Status::NotFound(a.src + " holds no meta/info.json: not a LeRobot dataset"));
   }
-  auto conv = Collect(**set, **info, opts.jobs);
+  auto conv = Collect(**set, **info, opts.jobs, a.missing == "skip");
   if (!conv.ok()) return fail(conv.status());
   Converted& c = *conv;
+  const size_t skipped = Skipped(c.plan).size();
+  if (skipped > 0) {
+    std::fprintf(stderr,
+                 "mkpack convert-lerobot: skipping %zu episode video(s): %zu source MP4(s) of %s "
+                 "are missing:\n",
+                 skipped, c.plan.missing.size(), a.src.c_str());
+    for (const MissingLeRobotSource& m : c.plan.missing) {
+      std::fprintf(stderr, "  %s\n", DescribeMissingSource(m).c_str());
+    }
+  }
+  const int done_status = skipped > 0 ? kExitProblems : kExitOk;
 
   auto state = ScanPackDir(a.dst);
   if (!state.ok()) return fail(state.status());
@@ -226,16 +279,22 @@ int RunConvertLeRobot(const LeRobotArgs& a) {
                   v.from_seconds, static_cast<unsigned long long>(v.frames),
                   static_cast<unsigned long long>(v.size), v.source_key.c_str());
     }
+    for (const EpisodeVideoFile* v : Skipped(c.plan)) {
+      std::printf("episode %llu\t%s\t%s\tskipped: %s is missing\n",
+                  static_cast<unsigned long long>(v->episode), v->video_key.c_str(),
+                  v->key.c_str(), v->source_key.c_str());
+    }
     for (const PlannedShard& s : plan->shards) {
       std::printf("%s\t%zu members\t%llu data bytes\t%llu bytes\n", s.name.c_str(),
                   s.members.size(), static_cast<unsigned long long>(s.data_bytes),
                   static_cast<unsigned long long>(s.bytes));
     }
-    std::printf("total\t%zu shards\t%zu episodes\t%zu episode videos\t%zu files\t%llu bytes\t(%s)\n",
-                plan->shards.size(), c.plan.episodes.size(), c.plan.videos.size(),
+    std::printf("total\t%zu shards\t%zu episodes\t%zu episode videos\t%zu skipped\t%zu files\t"
+                "%llu bytes\t(%s)\n",
+                plan->shards.size(), c.plan.episodes.size(), c.plan.videos.size(), skipped,
                 c.inputs.size(), static_cast<unsigned long long>(plan->shard_bytes),
                 c.v3 ? "v3: episodes sliced from multi-episode MP4s" : "v2: packed unchanged");
-    return kExitOk;
+    return done_status;
   }
 
   if (::mkdir(a.dst.c_str(), 0755) != 0 && errno != EEXIST) {
@@ -258,21 +317,27 @@ int RunConvertLeRobot(const LeRobotArgs& a) {
   }
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   std::fprintf(stderr,
-               "mkpack convert-lerobot: %zu episodes, %zu episode videos, %zu files, %llu bytes, "
-               "%zu shards in %.2f s (%s)\n",
-               c.plan.episodes.size(), c.plan.videos.size(), c.inputs.size(),
-               static_cast<unsigned long long>(plan->data_bytes), plan->shards.size(), secs,
+               "mkpack convert-lerobot: %zu episodes, %zu episode videos%s, %zu files, %llu "
+               "bytes, %zu shards in %.2f s (%s)\n",
+               c.plan.episodes.size(), c.plan.videos.size(),
+               skipped > 0 ? (" (" + std::to_string(skipped) +
+                              " skipped: source missing, see video_index.json)").c_str()
+                           : "",
+               c.inputs.size(), static_cast<unsigned long long>(plan->data_bytes),
+               plan->shards.size(), secs,
                c.v3 ? "v3 episodes sliced, not re-encoded" : "v2 dataset packed unchanged");
   if (a.json) {
-    std::printf("{\"episodes\": %zu, \"episode_videos\": %zu, \"files\": %zu, \"bytes\": %llu, "
+    std::printf("{\"episodes\": %zu, \"episode_videos\": %zu, \"skipped_episode_videos\": %zu, "
+                "\"missing_sources\": %zu, \"files\": %zu, \"bytes\": %llu, "
                 "\"shards\": %zu, \"seconds\": %.3f, \"source_version\": %s}\n",
-                c.plan.episodes.size(), c.plan.videos.size(), c.inputs.size(),
+                c.plan.episodes.size(), c.plan.videos.size(), skipped, c.plan.missing.size(),
+                c.inputs.size(),
                 static_cast<unsigned long long>(plan->data_bytes), plan->shards.size(), secs,
                 JsonString(c.plan.info.codebase_version.empty() ? (*info)->codebase_version
                                                                 : c.plan.info.codebase_version)
                     .c_str());
   }
-  return kExitOk;
+  return done_status;
 }
 
 }  // namespace
@@ -287,10 +352,19 @@ void RegisterConvertLeRobot(CLI::App& app, int* exit_code) {
       "multi-episode MP4s without re-encoding; meta/, data/ and other files are copied; "
       "meta/episodes.jsonl is added; DST/video_index.json maps each episode and camera to its "
       "blob reference, time range (ns) and frame count. v2.x datasets are packed unchanged. The "
-      "cameras of one episode share a shard.\nExit status: 0 ok, 2 usage or I/O error.");
+      "cameras of one episode share a shard.\nA v3 dataset whose episodes table names source MP4s "
+      "it does not hold (an interrupted download) is refused, listing every missing file and its "
+      "episodes, unless --missing skip.\nExit status: 0 ok, 1 converted but episode videos were "
+      "skipped (--missing skip), 2 usage or I/O error (or missing sources without --missing skip).");
   sub->add_option("src", args->src, "LeRobot dataset root (plain files or a pack set)")->required();
   sub->add_option("dst", args->dst, "new pack directory")->required();
   AddShardLimitOptions(sub, &args->limits, /*members_and_align=*/false);
+  sub->add_option("--missing", args->missing,
+                  "a source MP4 that the episodes table names but SRC does not hold: error "
+                  "(refuse, listing every missing file) or skip (convert the rest; the skipped "
+                  "episode videos are listed on stderr and in video_index.json, exit status 1)")
+      ->check(CLI::IsMember({"error", "skip"}))
+      ->capture_default_str();
   AddPackOutputOptions(sub, args.get(), "threads reading the source (and parsing MP4s)",
                        "print the plan (episodes, their sources, ranges, sizes, shards)");
   sub->callback([args, exit_code] { *exit_code = RunConvertLeRobot(*args); });

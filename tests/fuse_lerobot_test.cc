@@ -73,17 +73,28 @@ class LeRobotMountTest : public ::testing::Test {
 
   // Every episode and camera under `root` (a mount or an unpacked dir) against the originals.
   // Under sanitizers (PACKFS_SANITIZED=1) the first and last episodes only: the code paths are the
-  // same and ffmpeg's decoding is most of the time.
-  static void ExpectEpisodesMatchOriginals(const std::string& root) {
+  // same and ffmpeg's decoding is most of the time. `missing`: source MP4s (dataset-relative)
+  // deleted from the dataset; the episode files cut from them must be absent, every other one
+  // there and exact.
+  static void ExpectEpisodesMatchOriginals(const std::string& root,
+                                           const std::set<std::string>& missing = {}) {
     const bool sanitized = std::getenv("PACKFS_SANITIZED") != nullptr;
     const size_t count = manifest_["episodes"].size();
+    std::set<std::string> missing_seen;
+    size_t checked = 0;
     for (const json& ep : manifest_["episodes"]) {
       const uint64_t e = ep["episode_index"].get<uint64_t>();
-      if (sanitized && e != 0 && e + 1 != count) continue;
       for (const auto& [cam, info] : ep["cameras"].items()) {
         const std::string path = root + "/" + V21Path(e, cam);
         SCOPED_TRACE(path);
         struct stat st;
+        if (missing.count(info["video"].get<std::string>()) != 0) {
+          missing_seen.insert(info["video"].get<std::string>());
+          EXPECT_NE(::stat(path.c_str(), &st), 0) << "shown though its source is missing";
+          continue;
+        }
+        if (sanitized && e != 0 && e + 1 != count) continue;
+        ++checked;
         ASSERT_EQ(::stat(path.c_str(), &st), 0) << "missing";
         const std::vector<std::string>& want = OriginalHashes(info["original"]);
         ASSERT_FALSE(want.empty());
@@ -92,6 +103,17 @@ class LeRobotMountTest : public ::testing::Test {
         EXPECT_EQ(fd.frames, ep["length"].get<int64_t>());
         EXPECT_NEAR(fd.duration, ep["length"].get<double>() / 30.0, 0.05);
       }
+    }
+    EXPECT_EQ(missing_seen, missing) << "a deleted file held no episode of the manifest";
+    EXPECT_GT(checked, 0u);
+  }
+
+  // A copy of the generated dataset at `dir` without the source MP4s `remove` (dataset-relative),
+  // as an interrupted download leaves it.
+  static void PartialCopy(const std::string& dir, const std::set<std::string>& remove) {
+    ASSERT_EQ(testing::Sh("cp -r '" + dataset_ + "' '" + dir + "'").exit_code, 0);
+    for (const std::string& rel : remove) {
+      ASSERT_EQ(::unlink((dir + "/" + rel).c_str()), 0) << rel;
     }
   }
 
@@ -182,6 +204,126 @@ TEST_F(LeRobotMountTest, PackedV3DatasetWorksTheSame) {
   ASSERT_TRUE(mnt.ok()) << mnt.result().err;
   ExpectEpisodesMatchOriginals(mnt.path());
   ExpectEpisodesJsonl(mnt.path() + "/meta/episodes.jsonl");
+}
+
+// A dataset missing one camera's source MP4s (an interrupted download) still mounts: the other
+// camera's episodes play frame-exact, the missing camera's episode files are absent, the files
+// that are there are served, and stderr names every missing file with its episodes.
+TEST_F(LeRobotMountTest, PartialDatasetServesTheEpisodesItHolds) {
+  TempDir work;
+  const std::string ds = work / "ds";
+  const std::set<std::string> missing = {"videos/observation.images.top/chunk-000/file-000.mp4",
+                                         "videos/observation.images.top/chunk-000/file-001.mp4"};
+  PartialCopy(ds, missing);
+  testing::Mount mnt({ds}, MountDir(work / "mnt"));
+  ASSERT_EQ(mnt.result().exit_code, 0) << mnt.result().err;
+  ASSERT_TRUE(mnt.ok()) << mnt.result().err;
+  const std::string& err = mnt.result().err;
+  EXPECT_NE(err.find("videos/observation.images.top/chunk-000/file-000.mp4 (episodes 0-2 of "
+                     "camera observation.images.top)"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("videos/observation.images.top/chunk-000/file-001.mp4 (episodes 3-4 of "
+                     "camera observation.images.top)"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("observation.images.front"), std::string::npos) << err;
+  ExpectEpisodesMatchOriginals(mnt.path(), missing);
+  EXPECT_FALSE(std::filesystem::exists(mnt.path() + "/videos/chunk-000/observation.images.top"));
+  // Every episode is still in the tables and in meta/episodes.jsonl; the files are served.
+  ExpectEpisodesJsonl(mnt.path() + "/meta/episodes.jsonl");
+  for (const char* rel : {"meta/info.json", "meta/episodes/chunk-000/file-000.parquet",
+                          "data/chunk-000/file-000.parquet",
+                          "videos/observation.images.front/chunk-000/file-000.mp4",
+                          "videos/observation.images.front/chunk-000/file-001.mp4"}) {
+    EXPECT_EQ(testing::Sha256File(mnt.path() + "/" + rel), testing::Sha256File(ds + "/" + rel))
+        << rel;
+  }
+  for (const std::string& rel : missing) {
+    EXPECT_FALSE(std::filesystem::exists(mnt.path() + "/" + rel)) << rel;
+  }
+}
+
+// `mkpack convert-lerobot` of a dataset missing two source MP4s (one of each camera): refused by
+// default and in --dry-run, naming both; with --missing skip the rest is converted, the skipped
+// episode videos listed in video_index.json, and the converted set serves them frame-exact.
+TEST_F(LeRobotMountTest, ConvertPartialDatasetRefusesOrSkipsTheMissingEpisodes) {
+  TempDir work;
+  const std::string ds = work / "ds";
+  const std::string top0 = "videos/observation.images.top/chunk-000/file-000.mp4";
+  const std::string front1 = "videos/observation.images.front/chunk-000/file-001.mp4";
+  PartialCopy(ds, {top0, front1});
+  const std::string dst = work / "episodes";
+  auto expect_lists_both = [&](const testing::RunResult& r) {
+    EXPECT_NE(r.err.find(top0 + " (episodes 0-2 of camera observation.images.top)"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find(front1 + " (episodes 3-4 of camera observation.images.front)"),
+              std::string::npos)
+        << r.err;
+  };
+  for (bool dry : {false, true}) {
+    SCOPED_TRACE(dry ? "--dry-run" : "convert");
+    std::vector<std::string> args = {testing::MkpackPath(), "convert-lerobot", ds, dst};
+    if (dry) args.push_back("--dry-run");
+    testing::RunResult refused = testing::Run(args);
+    EXPECT_EQ(refused.exit_code, 2) << refused.err;
+    expect_lists_both(refused);
+    EXPECT_NE(refused.err.find("--missing skip"), std::string::npos) << refused.err;
+    EXPECT_FALSE(std::filesystem::exists(dst));
+  }
+  testing::RunResult dry = testing::Run(
+      {testing::MkpackPath(), "convert-lerobot", ds, dst, "--missing", "skip", "--dry-run"});
+  EXPECT_EQ(dry.exit_code, 1) << dry.err;
+  expect_lists_both(dry);
+  EXPECT_NE(dry.out.find(V21Path(1, "observation.images.top") +
+                         "\tskipped: " + top0 + " is missing"),
+            std::string::npos)
+      << dry.out;
+  EXPECT_NE(dry.out.find(V21Path(4, "observation.images.front") +
+                         "\tskipped: " + front1 + " is missing"),
+            std::string::npos)
+      << dry.out;
+  EXPECT_FALSE(std::filesystem::exists(dst));
+
+  testing::RunResult r = testing::Run(
+      {testing::MkpackPath(), "convert-lerobot", ds, dst, "--missing", "skip", "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  expect_lists_both(r);
+  const json summary = json::parse(r.out);
+  EXPECT_EQ(summary["episodes"], 5);
+  EXPECT_EQ(summary["episode_videos"], 5);
+  EXPECT_EQ(summary["skipped_episode_videos"], 5);
+  EXPECT_EQ(summary["missing_sources"], 2);
+  const json index = json::parse(testing::ReadFile(dst + "/video_index.json"));
+  std::set<std::string> skipped, listed;
+  for (const json& s : index["skipped"]) {
+    skipped.insert(std::to_string(s["episode_index"].get<uint64_t>()) + " " +
+                   s["camera"].get<std::string>() + " " + s["missing"].get<std::string>());
+  }
+  EXPECT_EQ(skipped, (std::set<std::string>{"0 observation.images.top " + top0,
+                                            "1 observation.images.top " + top0,
+                                            "2 observation.images.top " + top0,
+                                            "3 observation.images.front " + front1,
+                                            "4 observation.images.front " + front1}));
+  for (const json& ep : index["episodes"]) {
+    for (const auto& [cam, v] : ep["videos"].items()) {
+      listed.insert(std::to_string(ep["episode_index"].get<uint64_t>()) + " " + cam);
+    }
+  }
+  EXPECT_EQ(listed, (std::set<std::string>{"0 observation.images.front", "1 observation.images.front",
+                                           "2 observation.images.front", "3 observation.images.top",
+                                           "4 observation.images.top"}));
+  testing::Mount mnt({dst}, MountDir(work / "mnt"));
+  ASSERT_TRUE(mnt.ok()) << mnt.result().err;
+  ExpectEpisodesMatchOriginals(mnt.path(), {top0, front1});
+  ExpectEpisodesJsonl(mnt.path() + "/meta/episodes.jsonl");
+  EXPECT_EQ(testing::Sha256File(mnt.path() + "/data/chunk-000/file-000.parquet"),
+            testing::Sha256File(ds + "/data/chunk-000/file-000.parquet"));
+  // Mounted as it is, the same partial dataset names both files too.
+  testing::Mount partial({ds}, MountDir(work / "partial"));
+  ASSERT_TRUE(partial.ok()) << partial.result().err;
+  expect_lists_both(partial.result());
 }
 
 TEST_F(LeRobotMountTest, ConvertLeRobotWritesSelfContainedEpisodes) {

@@ -1,15 +1,20 @@
 // Tests of LeRobot metadata over a real v3.0 dataset's meta/ (info.json and the episodes table
 // written by LeRobot): every episode's length, tasks and per-camera video placement; path
 // templates; v2.1 names and episodes.jsonl lines; and the errors for bad info.json and tables.
+// Also the plan of the v2.1 view (no FUSE) of that metadata without its videos: every episode video
+// is planned as missing, not an error.
 #include "core/lerobot_meta.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <string>
 #include <vector>
 
+#include "core/lerobot_view.h"
+#include "core/loose_dir.h"
 #include "tests/support/test_util.h"
 
 namespace packfs {
@@ -182,6 +187,48 @@ TEST(LeRobotMetaTest, BadInfoJson) {
   // A v2.1 info with v3 templates is rejected: chunk_index is not a v2.1 field.
   ASSERT_FALSE(v21.ok());
   EXPECT_NE(v21.status().message().find("chunk_index"), std::string::npos);
+}
+
+// The fixture holds meta/ and data/ but no videos: the plan shows the episodes and lists both
+// cameras' source MP4s as missing, with every episode each holds, instead of failing.
+TEST(LeRobotViewTest, PlanOfDatasetWithoutItsVideosListsEveryMissingSource) {
+  auto set = OpenLooseDirectory(testing::FixturesDir() + "/lerobot-v3-record-test", "");
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  auto plan = PlanLeRobotView(**set, Info(), LeRobotViewOptions{});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->episodes.size(), 4u);
+  EXPECT_TRUE(plan->videos.empty());
+  ASSERT_EQ(plan->missing.size(), 2u);
+  const char* const cams[] = {"observation.images.front", "observation.images.top"};
+  for (size_t c = 0; c < 2; ++c) {
+    const MissingLeRobotSource& m = plan->missing[c];
+    const std::string key = "videos/" + std::string(cams[c]) + "/chunk-000/file-000.mp4";
+    EXPECT_EQ(m.source_key, key);
+    ASSERT_EQ(m.videos.size(), 4u);
+    for (uint64_t e = 0; e < 4; ++e) {
+      EXPECT_EQ(m.videos[e].episode, e);
+      EXPECT_EQ(m.videos[e].video_key, cams[c]);
+      EXPECT_EQ(m.videos[e].source_key, key);
+      EXPECT_EQ(m.videos[e].key, LeRobotV21VideoPath(plan->info, e, cams[c]));
+    }
+    EXPECT_EQ(DescribeMissingSource(m), key + " (episodes 0-3 of camera " + cams[c] + ")");
+  }
+  // Every episode stays in meta/episodes.jsonl.
+  EXPECT_EQ(std::count(plan->episodes_jsonl.begin(), plan->episodes_jsonl.end(), '\n'), 4);
+}
+
+TEST(LeRobotViewTest, DescribeMissingSourceShowsEpisodeRanges) {
+  MissingLeRobotSource m;
+  m.source_key = "videos/cam/chunk-000/file-007.mp4";
+  for (uint64_t e : {9, 3, 4, 5, 7, 12, 11}) {
+    EpisodeVideoFile v;
+    v.episode = e;
+    v.video_key = e == 12 ? "other" : "cam";
+    m.videos.push_back(v);
+  }
+  EXPECT_EQ(DescribeMissingSource(m),
+            "videos/cam/chunk-000/file-007.mp4 (episodes 3-5, 7, 9, 11 of camera cam; episode 12 "
+            "of camera other)");
 }
 
 }  // namespace

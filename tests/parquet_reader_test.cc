@@ -347,16 +347,26 @@ TEST(ParquetReaderTest, EveryByteFlippedInTasksTable) {
     bytes[i] ^= (i % 2 == 0) ? 0xff : 0x01;
     MemoryShardSource src("flipped.parquet", std::move(bytes));
     auto f = ParquetFile::Open(src);
-    if (!f.ok()) continue;
+    if (!f.ok()) {
+      EXPECT_NE(f.status().message().find("flipped.parquet"), std::string::npos)
+          << "byte " << i << ": " << f.status().message();
+      continue;
+    }
     ++opened;
     for (const auto& p : f->column_paths()) {
       auto a = f->ReadInt64(p);
       if (a.ok()) {
         EXPECT_EQ(a->size(), f->num_rows());
+      } else {
+        EXPECT_NE(a.status().message().find("flipped.parquet"), std::string::npos)
+            << "byte " << i << ", column " << p << ": " << a.status().message();
       }
       auto s = f->ReadString(p);
       if (s.ok()) {
         EXPECT_EQ(s->size(), f->num_rows());
+      } else {
+        EXPECT_NE(s.status().message().find("flipped.parquet"), std::string::npos)
+            << "byte " << i << ", column " << p << ": " << s.status().message();
       }
     }
   }
