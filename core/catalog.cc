@@ -326,26 +326,35 @@ Result<std::optional<Node>> Catalog::Find(std::string_view key) const {
 }
 
 Result<std::string> Catalog::KeyOf(const Node& node) const {
-  std::vector<std::string> parts;
-  Node cur = node;
-  // Parents have smaller ids (breadth-first numbering), which also bounds this walk.
-  while (cur.id != kRootId) {
-    parts.push_back(cur.name);
-    if (cur.parent >= cur.id) {
-      return Status::Corruption(path_ + ": node " + std::to_string(cur.id) +
-                                " has a bad parent; run `mkpack catalog` to rebuild it");
+  if (node.id == kRootId) return std::string();
+  if (node.parent >= node.id) {  // parents have smaller ids, which also bounds the walk
+    return Status::Corruption(path_ + ": node " + std::to_string(node.id) +
+                              " has a bad parent; run `mkpack catalog` to rebuild it");
+  }
+  std::string parent_key;
+  if (node.parent != kRootId) {
+    bool known = false;
+    {
+      std::lock_guard<std::mutex> lock(dir_keys_mu_);
+      auto it = dir_keys_.find(node.parent);
+      if (it != dir_keys_.end()) {
+        parent_key = it->second;
+        known = true;
+      }
     }
-    PACKFS_ASSIGN_OR_RETURN(std::optional<Node> parent, Get(cur.parent));
-    if (!parent) return Status::Corruption(path_ + ": node " + std::to_string(cur.id) +
-                                           " has no parent");
-    cur = std::move(*parent);
+    if (!known) {
+      PACKFS_ASSIGN_OR_RETURN(std::optional<Node> parent, Get(node.parent));
+      if (!parent) {
+        return Status::Corruption(path_ + ": node " + std::to_string(node.id) +
+                                  " has no parent");
+      }
+      PACKFS_ASSIGN_OR_RETURN(parent_key, KeyOf(*parent));
+      std::lock_guard<std::mutex> lock(dir_keys_mu_);
+      if (dir_keys_.size() >= kDirKeysMax) dir_keys_.clear();
+      dir_keys_.emplace(node.parent, parent_key);
+    }
   }
-  std::string key;
-  for (size_t i = parts.size(); i-- > 0;) {
-    key += parts[i];
-    if (i) key += '/';
-  }
-  return key;
+  return parent_key.empty() ? node.name : parent_key + "/" + node.name;
 }
 
 Status Catalog::ForEachFile(

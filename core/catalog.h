@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/status.h"
@@ -133,7 +134,8 @@ class Catalog {
   Status ForRange(uint64_t first, uint64_t end, const std::function<bool(Node&&)>& fn) const;
   // The node of a key ("a/b/c.jpg"; "" is the root), or nullopt.
   Result<std::optional<Node>> Find(std::string_view key) const;
-  // Full key of a node (walks parents).
+  // Full key of a node (walks parents; directories' keys are remembered, so a file's key
+  // usually costs no query).
   Result<std::string> KeyOf(const Node& node) const;
   // Calls fn(key, node) for every file, in id order. Stops early and returns fn's error if any.
   Status ForEachFile(const std::function<Status(const std::string& key, const Node&)>& fn) const;
@@ -158,6 +160,11 @@ class Catalog {
   std::unique_ptr<Connection> keeper_;
   mutable std::mutex pool_mu_;
   mutable std::vector<std::unique_ptr<Connection>> pool_;
+  // Keys of directories KeyOf has walked through, by id; emptied when it reaches kDirKeysMax
+  // (a first read checks its member's key, so an epoch asks for every file's key once).
+  static constexpr size_t kDirKeysMax = 4096;
+  mutable std::mutex dir_keys_mu_;
+  mutable std::unordered_map<uint64_t, std::string> dir_keys_;
 };
 
 }  // namespace packfs

@@ -304,7 +304,11 @@ void Filesystem::Prefetch(const Node& file, uint64_t max_bytes) const {
   Result<ShardLease> lease = src.set->OpenShard(src.node.shard);
   if (!lease.ok() || (*lease)->fd() < 0) return;
   const uint64_t from = std::min(src.node.local_header_offset, src.node.data_offset);
-  const uint64_t to = src.node.data_offset + src.node.size;
+  // At least kPrefetchSpan from the header on: a hint of exactly the member would keep the
+  // kernel from reading ahead in the shard, and its neighbours, which an epoch reads too,
+  // would each cost a disk request of their own (raw reads of the same shard get them from
+  // the kernel's read-ahead).
+  const uint64_t to = std::max(src.node.data_offset + src.node.size, from + kPrefetchSpan);
   (void)::posix_fadvise((*lease)->fd(), static_cast<off_t>(from), static_cast<off_t>(to - from),
                         POSIX_FADV_WILLNEED);
 }

@@ -95,8 +95,9 @@ class Filesystem {
   // The child `name` of directory `parent`; nullopt when there is none (a cacheable negative
   // answer). NotFound when `parent` is unknown; an ENOTDIR error when it is a file.
   // When the child is a file of at most `prefetch_max` bytes in a local shard, its bytes (local
-  // header included) start coming into the page cache in the background, so that the read that
-  // usually follows a lookup finds them there. Best effort: errors surface at the read.
+  // header included, and what follows up to kPrefetchSpan) start coming into the page cache in
+  // the background, so that the read that usually follows a lookup finds them there. Best
+  // effort: errors surface at the read.
   Result<std::optional<Attr>> Lookup(uint64_t parent, std::string_view name,
                                      uint64_t prefetch_max = 0) const;
   Result<Attr> GetAttr(uint64_t ino) const;
@@ -135,6 +136,9 @@ class Filesystem {
       uint64_t ino, uint64_t offset, size_t size, uint64_t window, size_t copy_max,
       const std::function<bool(uint64_t)>& want, std::vector<uint8_t>* scratch,
       std::vector<Follower>* followers) const;
+  // Bytes of its shard a lookup's prefetch hints at least (see Lookup): the kernel's default
+  // read-ahead of a block device.
+  static constexpr uint64_t kPrefetchSpan = 128 * 1024;
   // Most siblings a ReadThrough looks at past the file read.
   static constexpr uint64_t kMaxFollowers = 256;
   // Largest inode number this filesystem hands out (for per-inode tables).
