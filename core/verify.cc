@@ -11,6 +11,7 @@
 #include "core/crc32.h"
 #include "core/key.h"
 #include "core/pack_set.h"
+#include "core/pack_writer.h"
 #include "core/shard_format.h"
 
 namespace packfs {
@@ -70,8 +71,37 @@ Status CheckMemberCrcs(const ShardSource& src, const std::vector<ZipMember>& mem
   return Status::OK();
 }
 
-Result<VerifyReport> VerifyPackDir(const std::string& dir, int threads) {
+Result<VerifyReport> VerifyPackDir(const std::string& dir_in, int threads) {
+  std::string dir = dir_in;  // "media/" is named "media" in messages
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   PACKFS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListShardFiles(dir));
+  // Temp shards of a `mkpack pack` that stopped: the set is incomplete, however sound the
+  // complete shards are. Found by the writer's own naming rule (ScanPackDir).
+  PACKFS_ASSIGN_OR_RETURN(PackDirState state, ScanPackDir(dir));
+  std::vector<std::string> leading_problems;
+  const std::string resume = "`mkpack pack --resume SRC " + dir + "`";
+  if (names.empty()) {
+    if (state.temps.empty()) {
+      leading_problems.push_back(
+          dir + " holds no shards: looked for pack-NNNN.zip files (what `mkpack pack` writes) "
+          "and *.tar shards, and found none; give the pack directory (the DST of `mkpack "
+          "pack`), not its source");
+    } else {
+      leading_problems.push_back(
+          dir + " holds no complete shard, only " + state.temps[0] +
+          (state.temps.size() > 1 ? " (and " + std::to_string(state.temps.size() - 1) + " more)"
+                                  : std::string()) +
+          " left by a `mkpack pack` that stopped before its first shard was finished; run " +
+          resume + " to pack it");
+    }
+  } else {
+    for (const std::string& t : state.temps) {
+      leading_problems.push_back(
+          dir + "/" + t + " is an unfinished shard left by an interrupted `mkpack pack`: the set "
+          "is incomplete; run " + resume + " to finish it (or delete the file if the set is "
+          "complete without it)");
+    }
+  }
   if (!names.empty() && ShardFormatOf(names[0]) == ShardFormat::kTar) {
     return Status::InvalidArgument(
         dir + " holds tar shards (" + names[0] + "), which record no checksums to verify; "
@@ -105,7 +135,10 @@ Result<VerifyReport> VerifyPackDir(const std::string& dir, int threads) {
       in.catalog = catalog.get();
     }
   }
-  return VerifyShards(in, threads);
+  VerifyReport report = VerifyShards(in, threads);
+  report.problems.insert(report.problems.begin(), leading_problems.begin(),
+                         leading_problems.end());
+  return report;
 }
 
 VerifyReport VerifyShards(const VerifyInput& in, int threads) {

@@ -48,7 +48,9 @@ struct VerifyInput {
 VerifyReport VerifyShards(const VerifyInput& in, int threads);
 
 // Verifies the pack directory. Fails (non-OK) only for usage or I/O errors that stop the whole
-// run (no such directory, no shards); everything else is a problem in the report.
+// run (no such directory, tar shards); everything else is a problem in the report, including a
+// directory without shards (the message says what was looked for) and the temp shards an
+// interrupted `mkpack pack` left (the set is incomplete: `mkpack pack --resume` finishes it).
 Result<VerifyReport> VerifyPackDir(const std::string& dir, int threads);
 
 }  // namespace packfs

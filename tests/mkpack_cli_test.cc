@@ -335,6 +335,47 @@ TEST(MkpackCliTest, UsageErrorsExitTwo) {
   EXPECT_NE(v.out.find("mkpack"), std::string::npos);
 }
 
+// Nothing to verify is not OK: an empty folder, a source folder, a pack that died before its
+// first shard. Each says what verify looked for, or that `mkpack pack --resume` continues.
+TEST(MkpackCliTest, VerifyWithoutShardsFailsSayingWhatItLookedFor) {
+  TempDir tmp;
+  fs::create_directories(tmp / "empty");
+  testing::WriteFile(tmp / "photos/a.jpg", "jpeg");
+  testing::WriteFile(tmp / "photos/sub/b.txt", "text");
+  for (const char* dir : {"empty", "photos", "photos/"}) {
+    SCOPED_TRACE(dir);
+    RunResult r = Mkpack({"verify", tmp / dir});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_EQ(r.out.find("OK"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("holds no shards"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("pack-NNNN.zip"), std::string::npos) << r.out;
+    RunResult j = Mkpack({"verify", "--json", tmp / dir});
+    EXPECT_EQ(j.exit_code, 1);
+    EXPECT_NE(j.out.find("\"ok\": false"), std::string::npos) << j.out;
+  }
+  // A pack that stopped before its first shard was renamed into place.
+  testing::WriteFile(tmp / "died/.pack-0000.zip.tmp", "half a shard");
+  RunResult d = Mkpack({"verify", tmp / "died"});
+  EXPECT_EQ(d.exit_code, 1) << d.out << d.err;
+  EXPECT_NE(d.out.find(".pack-0000.zip.tmp"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("mkpack pack --resume"), std::string::npos) << d.out;
+}
+
+// A complete shard beside a leftover temp shard of an interrupted `mkpack pack`: the set is
+// incomplete, and verify says so and how to finish it.
+TEST(MkpackCliTest, VerifyReportsTheLeftoversOfAnInterruptedPack) {
+  TempDir tmp;
+  testing::WriteFile(tmp / "src/a.txt", "a");
+  ASSERT_EQ(Mkpack({"pack", tmp / "src", tmp / "media"}).exit_code, 0);
+  ASSERT_EQ(Mkpack({"verify", tmp / "media"}).exit_code, 0);
+  testing::WriteFile(tmp / "media/.pack-0001.zip.tmp", "the shard being written");
+  RunResult r = Mkpack({"verify", tmp / "media"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find(tmp / "media/.pack-0001.zip.tmp"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("mkpack pack --resume"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("FAILED"), std::string::npos) << r.out;
+}
+
 // The shard limits are parsed alike and strictly by every packing subcommand: a malformed value
 // exits 2 naming the flag and the value, and nothing is written.
 TEST(MkpackCliTest, MalformedShardLimitsAreRefusedByEveryPackingCommand) {
