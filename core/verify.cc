@@ -117,6 +117,7 @@ Result<VerifyReport> VerifyPackDir(const std::string& dir_in, int threads) {
     in.prefix = slash == std::string::npos ? d : d.substr(slash + 1);
   }
   in.refresh_command = "mkpack catalog " + dir;
+  in.forget_missing_command = "mkpack catalog --forget-missing " + dir;
   in.names = names;
   in.open = [&](size_t i) -> Result<std::unique_ptr<ShardSource>> {
     PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<FileShardSource> src,
@@ -214,8 +215,15 @@ VerifyReport VerifyShards(const VerifyInput& in, int threads) {
       for (const ShardInfo& si : c.shards()) {
         auto it = by_name.find(si.name);
         if (it == by_name.end()) {
-          report.problems.push_back("catalog lists " + prefix + "/" + si.name +
-                                    " but the shard is missing; run `" + refresh + "`");
+          // A plain refresh would drop the shard's members: say so, and what keeps them.
+          const std::string forget =
+              in.forget_missing_command.empty()
+                  ? "run `" + refresh + "` to rebuild the catalog without them"
+                  : "run `" + in.forget_missing_command + "` to drop them from the catalog";
+          report.problems.push_back("catalog lists " + prefix + "/" + si.name + " (" +
+                                    std::to_string(si.member_count) +
+                                    (si.member_count == 1 ? " member" : " members") +
+                                    ") but the shard is missing: restore the file, or " + forget);
           continue;
         }
         catalog_has[it->second] = true;
@@ -243,6 +251,10 @@ VerifyReport VerifyShards(const VerifyInput& in, int threads) {
       uint64_t catalog_files = 0;
       size_t mismatches = 0;
       Status st = c.ForEachFile([&](const std::string& key, const Node& n) -> Status {
+        // Entries of a missing shard were reported with the shard, and what to do differs.
+        if (n.shard < shard_of_catalog.size() && shard_of_catalog[n.shard] == UINT32_MAX) {
+          return Status::OK();
+        }
         ++catalog_files;
         auto it = seen.find(key);
         bool ok = false;

@@ -58,6 +58,44 @@ std::string BaseName(std::string p) {
   return s == std::string::npos ? p : p.substr(s + 1);
 }
 
+// Shards the catalog of `dst` lists that are gone, and whether packing `packing` (keys) beside
+// the shards that remain (`present`) brings all their members back. Returns the message that
+// refuses the run when some would be lost; "" when none would (then a catalog refresh may
+// drop the missing shards: their members are in new shards).
+std::string CheckLostShards(const std::string& dst, const std::vector<std::string>& shards,
+                            const std::unordered_map<std::string, std::string>& present,
+                            const std::vector<PackInput>& packing, bool* any_missing) {
+  *any_missing = false;
+  auto cat = Catalog::Open(dst + "/" + kCatalogFileName);
+  if (!cat.ok()) return "";
+  std::vector<MissingShard> missing = FindMissingShards(**cat, shards);
+  if (missing.empty()) return "";
+  *any_missing = true;
+  std::unordered_set<uint32_t> gone;
+  for (const ShardInfo& si : (*cat)->shards()) {
+    for (const MissingShard& m : missing) {
+      if (m.name == si.name) gone.insert(si.id);
+    }
+  }
+  std::unordered_set<std::string_view> packed;
+  for (const PackInput& in : packing) packed.insert(in.key);
+  uint64_t lost = 0;
+  std::string example;
+  Status st = (*cat)->ForEachFile([&](const std::string& key, const Node& n) {
+    if (gone.count(n.shard) && !present.count(key) && !packed.count(key)) {
+      if (lost++ == 0) example = key;
+    }
+    return Status::OK();
+  });
+  if (!st.ok()) return st.message();
+  if (lost == 0) return "";
+  return "the catalog of " + dst + " lists " + DescribeMissingShards(missing, BaseName(dst)) +
+         ", missing from the directory; " + std::to_string(lost) + " of the members (" +
+         QuoteKey(example) + (lost > 1 ? ", ..." : "") + ") are neither in the other shards nor "
+         "among the files to pack, and would be lost. Restore the missing shards, or run "
+         "`mkpack catalog --forget-missing " + dst + "` first to drop them";
+}
+
 Result<std::string> ReadListText(const std::string& file) {
   std::ostringstream ss;
   if (file == "-") {
@@ -148,6 +186,13 @@ int RunPack(const PackArgs& a) {
     }
     list.inputs = std::move(rest);
   }
+  // A catalog that lists a shard which is gone: refreshing it after this run must not drop
+  // members silently. Fine when this run packs them again (a resumed run that lost shards).
+  bool forget_missing = false;
+  if ((a.append || a.resume) && !a.no_catalog) {
+    std::string lost = CheckLostShards(dst, state->shards, existing, list.inputs, &forget_missing);
+    if (!lost.empty()) return fail(Status::Stale(lost));
+  }
 
   // 3. The plan.
   auto plan = PlanShards(list.inputs, opts, state->next_index);
@@ -221,7 +266,7 @@ int RunPack(const PackArgs& a) {
       auto data = BuildNodes(std::move(written));
       cst = data.ok() ? WriteCatalog(dst + "/" + kCatalogFileName, *data) : data.status();
     } else {
-      auto cat = RefreshCatalog(dst, opts.jobs);
+      auto cat = RefreshCatalog(dst, opts.jobs, forget_missing);
       cst = cat.status();
     }
     if (!cst.ok()) return fail(cst.WithPrefix("shards are complete but the catalog failed"));

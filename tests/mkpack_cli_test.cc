@@ -376,6 +376,68 @@ TEST(MkpackCliTest, VerifyReportsTheLeftoversOfAnInterruptedPack) {
   EXPECT_NE(r.out.find("FAILED"), std::string::npos) << r.out;
 }
 
+// Following verify's advice never drops data silently: a missing shard is named with how many
+// members it held, a plain refresh refuses to forget it, `ls` and `unpack` refuse the set, and
+// only `mkpack catalog --forget-missing` drops it. A changed shard keeps the plain advice.
+TEST(MkpackCliTest, AMissingShardIsNeverDroppedSilently) {
+  TempDir tmp;
+  std::string media = CopyCase(tmp, "multi-shard");
+  ASSERT_EQ(Mkpack({"catalog", media}).exit_code, 0);
+  size_t in_shard1 = 0;
+  for (const auto& l : Lines(testing::ReadFile(testing::FixturesDir() +
+                                               "/interop/multi-shard/refs.txt"))) {
+    if (l.ends_with("::media/pack-0001.zip")) ++in_shard1;
+  }
+  ASSERT_GT(in_shard1, 0u);
+  const std::string members = "(" + std::to_string(in_shard1) + " members)";
+  fs::remove(media + "/pack-0001.zip");
+
+  RunResult v = Mkpack({"verify", media});
+  EXPECT_EQ(v.exit_code, 1) << v.out << v.err;
+  EXPECT_NE(v.out.find("media/pack-0001.zip " + members), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("mkpack catalog --forget-missing " + media), std::string::npos) << v.out;
+  EXPECT_EQ(v.out.find("`mkpack catalog " + media + "`"), std::string::npos)
+      << "a plain refresh would drop the members:\n" << v.out;
+
+  RunResult refresh = Mkpack({"catalog", media});
+  EXPECT_EQ(refresh.exit_code, 1) << refresh.out << refresh.err;
+  EXPECT_NE(refresh.err.find("media/pack-0001.zip " + members), std::string::npos) << refresh.err;
+  EXPECT_NE(refresh.err.find("--forget-missing"), std::string::npos) << refresh.err;
+  RunResult check = Mkpack({"catalog", "--check", media});
+  EXPECT_EQ(check.exit_code, 1);
+  EXPECT_NE(check.out.find("--forget-missing"), std::string::npos) << check.out;
+  // Nothing was forgotten: verify still fails, and so do the readers, naming the shard.
+  EXPECT_EQ(Mkpack({"verify", media}).exit_code, 1);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"ls", media},
+        std::vector<std::string>{"unpack", media, tmp / "out"},
+        std::vector<std::string>{"resolve", media, "img/0000.jpg"}}) {
+    RunResult r = Mkpack(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find("pack-0001.zip"), std::string::npos) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("--forget-missing"), std::string::npos) << args[0] << ": " << r.err;
+  }
+
+  RunResult forget = Mkpack({"catalog", "--forget-missing", media});
+  EXPECT_EQ(forget.exit_code, 0) << forget.out << forget.err;
+  EXPECT_NE(forget.err.find("forgot " + media + "/pack-0001.zip: " + std::to_string(in_shard1)),
+            std::string::npos)
+      << forget.err;
+  RunResult ok = Mkpack({"verify", media});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+
+  // A changed shard: the plain refresh is the right advice, and loses nothing.
+  fs::remove(media + "/pack-0004.zip");
+  fs::copy_file(testing::FixturesDir() + "/interop/junk-prefix/media/pack-0000.zip",
+                media + "/pack-0004.zip");
+  RunResult stale = Mkpack({"verify", media});
+  EXPECT_EQ(stale.exit_code, 1);
+  EXPECT_NE(stale.out.find("`mkpack catalog " + media + "`"), std::string::npos) << stale.out;
+  EXPECT_EQ(stale.out.find("--forget-missing"), std::string::npos) << stale.out;
+  EXPECT_EQ(Mkpack({"catalog", media}).exit_code, 0);
+  EXPECT_EQ(Mkpack({"verify", media}).exit_code, 0);
+}
+
 // The shard limits are parsed alike and strictly by every packing subcommand: a malformed value
 // exits 2 naming the flag and the value, and nothing is written.
 TEST(MkpackCliTest, MalformedShardLimitsAreRefusedByEveryPackingCommand) {

@@ -538,6 +538,28 @@ TEST(MkpackPackTest, DiskFullRemovesThePartialShard) {
   ::umount2((tmp / "small").c_str(), MNT_DETACH);
 }
 
+// Once a pack set's catalog lists a shard that is gone, --append refuses before writing (the
+// refresh after it would drop that shard's members); --resume that packs them again is fine.
+TEST(MkpackPackTest, AppendRefusesWhileTheCatalogListsAMissingShard) {
+  t::TempDir tmp;
+  MakeTree(tmp / "src", 40, 1000, 3000);
+  ASSERT_EQ(Pack({tmp / "src", tmp / "media", "--max-pack-bytes", "30000"}).exit_code, 0);
+  std::vector<std::string> before = Shards(tmp / "media");
+  ASSERT_GT(before.size(), 2u);
+  fs::remove(tmp / "media/pack-0001.zip");
+  t::WriteFile(tmp / "src2/new.txt", "new");
+  t::RunResult r = Pack({tmp / "src2", tmp / "media", "--append"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("pack-0001.zip"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--forget-missing"), std::string::npos) << r.err;
+  EXPECT_EQ(Shards(tmp / "media").size(), before.size() - 1);
+  // --resume packs the lost members again: nothing is lost, the catalog is refreshed.
+  t::RunResult res = Pack({tmp / "src", tmp / "media", "--resume", "--max-pack-bytes", "30000"});
+  ASSERT_EQ(res.exit_code, 0) << res.err;
+  t::RunResult v = t::Run({t::MkpackPath(), "verify", tmp / "media"});
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+}
+
 TEST(MkpackPackTest, MemberOver4GiBMakesAValidZip64Shard) {
   const char* san = std::getenv("PACKFS_SANITIZED");
   if (san != nullptr && std::string(san) == "1") GTEST_SKIP() << "large sparse case skipped";
