@@ -438,6 +438,41 @@ TEST(MkpackCliTest, AMissingShardIsNeverDroppedSilently) {
   EXPECT_EQ(Mkpack({"verify", media}).exit_code, 0);
 }
 
+// Writes a STORED zip with Python's zipfile: one member per key, its content the key itself.
+void PythonZip(const std::string& path, const std::vector<std::string>& keys) {
+  std::vector<std::string> argv = {"python3", "-c",
+                                   "import sys, zipfile\n"
+                                   "with zipfile.ZipFile(sys.argv[1], 'w') as z:\n"
+                                   "    for k in sys.argv[2:]: z.writestr(k, k)\n",
+                                   path};
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  fs::create_directories(fs::path(path).parent_path());
+  RunResult r = Run(argv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
+// "a" is a file and "a/b" makes it a directory too: catalog, ls, unpack and the mount refuse
+// such a set, so verify reports it (naming both keys), in one shard or across two.
+TEST(MkpackCliTest, VerifyReportsAKeyThatIsAFileAndADirectory) {
+  TempDir tmp;
+  PythonZip(tmp / "one/media/pack-0000.zip", {"a", "a/b", "c.txt"});
+  PythonZip(tmp / "two/media/pack-0000.zip", {"x/a", "c.txt"});
+  PythonZip(tmp / "two/media/pack-0001.zip", {"x/a/b/d.bin"});
+  for (const char* set : {"one", "two"}) {
+    SCOPED_TRACE(set);
+    const std::string media = tmp / (std::string(set) + "/media");
+    const std::string file = set == std::string("one") ? "a" : "x/a";
+    const std::string below = set == std::string("one") ? "a/b" : "x/a/b/d.bin";
+    RunResult r = Mkpack({"verify", media});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_NE(r.out.find("key " + file + " "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("key " + below), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("FAILED: 1 problems"), std::string::npos) << r.out;
+    // What verify now reports is what the readers refuse.
+    EXPECT_EQ(Mkpack({"ls", media}).exit_code, 2);
+  }
+}
+
 // The shard limits are parsed alike and strictly by every packing subcommand: a malformed value
 // exits 2 naming the flag and the value, and nothing is written.
 TEST(MkpackCliTest, MalformedShardLimitsAreRefusedByEveryPackingCommand) {
