@@ -3,8 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -34,6 +36,7 @@ struct PackArgs : PackOutputArgs {
 };
 
 using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
 
 std::string JsonString(const std::string& s) {
   std::string o = "\"";
@@ -56,6 +59,36 @@ std::string BaseName(std::string p) {
   while (p.size() > 1 && p.back() == '/') p.pop_back();
   size_t s = p.rfind('/');
   return s == std::string::npos ? p : p.substr(s + 1);
+}
+
+// Refuses a DST that is SRC, lies inside it (the next run would pack the shards themselves) or
+// holds it, comparing canonical paths (symlinks resolved; DST need not exist yet).
+Status CheckSrcDstApart(const std::string& src, const std::string& dst) {
+  std::error_code ec1, ec2;
+  const fs::path s = fs::weakly_canonical(src, ec1);
+  const fs::path d = fs::weakly_canonical(dst, ec2);
+  if (ec1 || ec2) return Status::OK();  // the walk or the write reports what is wrong
+  auto inside = [](const fs::path& inner, const fs::path& outer) {
+    auto [o, i] = std::mismatch(outer.begin(), outer.end(), inner.begin(), inner.end());
+    return o == outer.end() || (o->empty() && std::next(o) == outer.end());
+  };
+  const std::string where = " (" + s.string() + " and " + d.string() + ")";
+  if (s == d || (inside(d, s) && inside(s, d))) {
+    return Status::InvalidArgument("SRC and DST are the same directory" + where +
+                                   ": the shards would be written among the files they hold; "
+                                   "give a DST outside " + src);
+  }
+  if (inside(d, s)) {
+    return Status::InvalidArgument("DST " + dst + " is inside SRC " + src + where +
+                                   ": its shards would be packed into themselves by the next "
+                                   "run; give a DST outside " + src);
+  }
+  if (inside(s, d)) {
+    return Status::InvalidArgument("SRC " + src + " is inside DST " + dst + where +
+                                   ": the pack directory would hold its own source; give a DST "
+                                   "that neither is nor holds " + src);
+  }
+  return Status::OK();
 }
 
 // Shards the catalog of `dst` lists that are gone, and whether packing `packing` (keys) beside
@@ -125,6 +158,10 @@ int RunPack(const PackArgs& a) {
     return fail(Status::InvalidArgument("expected SRC DST (or DST alone with --files-from)"));
   }
   if (a.resume && a.append) return fail(Status::InvalidArgument("--resume and --append exclude each other"));
+  // A file list names its files, so DST may well sit inside the SRC its paths start from.
+  if (a.files_from.empty()) {
+    if (Status st = CheckSrcDstApart(src, dst); !st.ok()) return fail(st);
+  }
 
   PackOptions opts;
   if (Status st = ApplyShardLimits(a.limits, &opts); !st.ok()) return fail(st);
@@ -307,6 +344,7 @@ void RegisterPack(CLI::App& app, int* exit_code) {
       "Shards are written as .pack-NNNN.zip.tmp and renamed when complete. A DST that already "
       "holds shards is refused unless --append (new shards; an existing key is an error) or "
       "--resume (continue after the last complete shard; leftover temp files are removed).\n"
+      "DST may be neither SRC nor inside it nor around it.\n"
       "Exit status: 0 ok, 1 packed but some --files-from entries were missing (--missing skip), "
       "2 usage or I/O error.");
   sub->add_option("paths", args->paths, "SRC DST (with --files-from: [SRC] DST)")->required()->expected(1, 2);

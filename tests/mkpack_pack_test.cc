@@ -538,6 +538,41 @@ TEST(MkpackPackTest, DiskFullRemovesThePartialShard) {
   ::umount2((tmp / "small").c_str(), MNT_DETACH);
 }
 
+// DST must be neither SRC nor inside it (the next run would pack its own shards) nor around it,
+// however the paths are spelled: compared canonically, refused with exit 2, nothing written.
+TEST(MkpackPackTest, RefusesADstThatIsSrcOrInsideItOrAroundIt) {
+  t::TempDir tmp;
+  t::WriteFile(tmp / "photos/a.jpg", "jpeg");
+  t::WriteFile(tmp / "photos/sub/b.jpg", "jpeg");
+  fs::create_directories(tmp / "outer/photos");
+  t::WriteFile(tmp / "outer/photos/c.jpg", "jpeg");
+  fs::create_symlink(tmp / "photos", tmp / "link");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {tmp / "photos", tmp / "photos"},
+      {tmp / "photos/", tmp / "photos/."},
+      {tmp / "photos", tmp / "photos/media"},
+      {tmp / "photos", tmp / "photos/sub/media"},
+      {tmp / "link", tmp / "photos/media"},
+      {tmp / "photos", tmp / "link/media"},
+      {tmp / "outer/photos", tmp / "outer"},
+  };
+  for (const auto& [src, dst] : cases) {
+    SCOPED_TRACE(src + " -> " + dst);
+    t::RunResult r = Pack({src, dst});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_TRUE(r.err.find("inside") != std::string::npos ||
+                r.err.find("same directory") != std::string::npos)
+        << r.err;
+    EXPECT_FALSE(fs::exists(tmp / "photos/media"));
+    EXPECT_FALSE(fs::exists(tmp / "photos/sub/media"));
+    EXPECT_TRUE(Shards(tmp / "photos").empty());
+    EXPECT_TRUE(Shards(tmp / "outer").empty());
+  }
+  // Beside each other is fine; so is a file list whose paths start in the directory above DST.
+  EXPECT_EQ(Pack({tmp / "photos", tmp / "photos-media"}).exit_code, 0);
+  EXPECT_EQ(Pack({"--files-from", "-", tmp.path(), tmp / "listed"}, "photos/a.jpg\n").exit_code, 0);
+}
+
 // Once a pack set's catalog lists a shard that is gone, --append refuses before writing (the
 // refresh after it would drop that shard's members); --resume that packs them again is fine.
 TEST(MkpackPackTest, AppendRefusesWhileTheCatalogListsAMissingShard) {
