@@ -188,6 +188,26 @@ int RunPack(const PackArgs& a) {
     if (!r.ok()) return fail(r.status());
     list = std::move(*r);
   }
+  if (list.inputs.empty()) {
+    // Nothing is written, not even DST: an empty pack directory helps no one.
+    std::string why;
+    if (!a.files_from.empty()) {
+      why = list.missing.empty() ? "the file list names no files"
+                                 : "every file the list names is missing";
+    } else {
+      why = src + " holds no regular files";
+      if (list.skipped_symlinks > 0 || list.skipped_special > 0) {
+        why += " (skipped " + std::to_string(list.skipped_symlinks) + " symlink(s)" +
+               (list.skipped_symlinks > 0 && !a.follow_symlinks
+                    ? ", which --follow-symlinks packs when they point to files"
+                    : "") +
+               ", and " + std::to_string(list.skipped_special) + " special file(s))";
+      }
+    }
+    std::fprintf(stderr, "mkpack pack: nothing to pack: %s; %s was not written\n", why.c_str(),
+                 dst.c_str());
+    return kExitProblems;
+  }
 
   // 2. What the destination already holds.
   auto state = ScanPackDir(dst);
@@ -345,8 +365,8 @@ void RegisterPack(CLI::App& app, int* exit_code) {
       "holds shards is refused unless --append (new shards; an existing key is an error) or "
       "--resume (continue after the last complete shard; leftover temp files are removed).\n"
       "DST may be neither SRC nor inside it nor around it.\n"
-      "Exit status: 0 ok, 1 packed but some --files-from entries were missing (--missing skip), "
-      "2 usage or I/O error.");
+      "Exit status: 0 ok, 1 nothing to pack or some --files-from entries were missing "
+      "(--missing skip), 2 usage or I/O error.");
   sub->add_option("paths", args->paths, "SRC DST (with --files-from: [SRC] DST)")->required()->expected(1, 2);
   AddShardLimitOptions(sub, &args->limits, /*members_and_align=*/true);
   sub->add_option("--group-by", args->group_by,

@@ -573,6 +573,25 @@ TEST(MkpackPackTest, RefusesADstThatIsSrcOrInsideItOrAroundIt) {
   EXPECT_EQ(Pack({"--files-from", "-", tmp.path(), tmp / "listed"}, "photos/a.jpg\n").exit_code, 0);
 }
 
+// An empty source packs nothing: exit 1, "nothing to pack" naming SRC, and no DST left behind.
+TEST(MkpackPackTest, EmptySourceSaysNothingToPackAndWritesNothing) {
+  t::TempDir tmp;
+  fs::create_directories(tmp / "empty/sub");
+  t::RunResult r = Pack({tmp / "empty", tmp / "out"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("nothing to pack"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(tmp / "empty"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("catalog"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(tmp / "out"));
+  t::RunResult deep = Pack({tmp / "empty", tmp / "a/b/out"});
+  EXPECT_EQ(deep.exit_code, 1) << deep.err;
+  EXPECT_FALSE(fs::exists(tmp / "a"));
+  t::RunResult list = Pack({"--files-from", "-", tmp / "empty", tmp / "out"}, "\n");
+  EXPECT_EQ(list.exit_code, 1) << list.err;
+  EXPECT_NE(list.err.find("nothing to pack"), std::string::npos) << list.err;
+  EXPECT_FALSE(fs::exists(tmp / "out"));
+}
+
 // Once a pack set's catalog lists a shard that is gone, --append refuses before writing (the
 // refresh after it would drop that shard's members); --resume that packs them again is fine.
 TEST(MkpackPackTest, AppendRefusesWhileTheCatalogListsAMissingShard) {
