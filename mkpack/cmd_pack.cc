@@ -91,6 +91,15 @@ Status CheckSrcDstApart(const std::string& src, const std::string& dst) {
   return Status::OK();
 }
 
+// The names of `keys` for a one-line note: the first few quoted, then how many more.
+std::string SomeKeys(const std::vector<std::string>& keys) {
+  constexpr size_t kShown = 5;
+  std::string s;
+  for (size_t i = 0; i < keys.size() && i < kShown; ++i) s += (i ? ", " : "") + QuoteKey(keys[i]);
+  if (keys.size() > kShown) s += " and " + std::to_string(keys.size() - kShown) + " more";
+  return s;
+}
+
 // Shards the catalog of `dst` lists that are gone, and whether packing `packing` (keys) beside
 // the shards that remain (`present`) brings all their members back. Returns the message that
 // refuses the run when some would be lost; "" when none would (then a catalog refresh may
@@ -254,13 +263,18 @@ int RunPack(const PackArgs& a) {
   // 3. The plan.
   auto plan = PlanShards(list.inputs, opts, state->next_index);
   if (!plan.ok()) return fail(plan.status());
-  for (const std::string& k : plan->oversized) {
-    std::fprintf(stderr, "mkpack pack: note: %s is larger than --max-pack-bytes; it sits alone in its shard\n",
-                 QuoteKey(k).c_str());
+  if (!plan->oversized.empty()) {
+    const size_t n = plan->oversized.size();
+    std::fprintf(stderr,
+                 "mkpack pack: note: %zu member%s larger than --max-pack-bytes (%s) and sit%s "
+                 "alone in %s shard%s: %s\n",
+                 n, n == 1 ? " is" : "s are", a.limits.max_pack_bytes.c_str(), n == 1 ? "s" : "",
+                 n == 1 ? "its" : "their", n == 1 ? "" : "s", SomeKeys(plan->oversized).c_str());
   }
-  for (const std::string& g : plan->split_groups) {
-    std::fprintf(stderr, "mkpack pack: note: group %s is larger than a shard and was split\n",
-                 QuoteKey(g).c_str());
+  if (!plan->split_groups.empty()) {
+    const size_t n = plan->split_groups.size();
+    std::fprintf(stderr, "mkpack pack: note: %zu group%s larger than a shard and split: %s\n", n,
+                 n == 1 ? " is" : "s are", SomeKeys(plan->split_groups).c_str());
   }
   if (list.skipped_symlinks > 0 || list.skipped_special > 0) {
     std::fprintf(stderr, "mkpack pack: skipped %llu symlink(s) and %llu special file(s)%s\n",

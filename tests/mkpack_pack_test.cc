@@ -592,6 +592,30 @@ TEST(MkpackPackTest, EmptySourceSaysNothingToPackAndWritesNothing) {
   EXPECT_FALSE(fs::exists(tmp / "out"));
 }
 
+// Many members over --max-pack-bytes make one note with a count and the first few names.
+TEST(MkpackPackTest, OversizedMembersAreSummarizedInOneNote) {
+  t::TempDir tmp;
+  for (int i = 0; i < 30; ++i) {
+    t::WriteFile(tmp / ("src/f" + std::to_string(100 + i) + ".bin"), t::RandomBytes(1000, i));
+  }
+  t::RunResult r = Pack({tmp / "src", tmp / "media", "--max-pack-bytes", "100", "--no-catalog"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  size_t notes = 0;
+  std::istringstream in(r.err);
+  std::string line, note;
+  while (std::getline(in, line)) {
+    if (line.find("larger than") != std::string::npos) {
+      ++notes;
+      note = line;
+    }
+  }
+  EXPECT_EQ(notes, 1u) << r.err;
+  EXPECT_NE(note.find("30 members"), std::string::npos) << note;
+  EXPECT_NE(note.find("f100.bin"), std::string::npos) << note;
+  EXPECT_NE(note.find("and 25 more"), std::string::npos) << note;
+  EXPECT_EQ(Shards(tmp / "media").size(), 30u);
+}
+
 // Once a pack set's catalog lists a shard that is gone, --append refuses before writing (the
 // refresh after it would drop that shard's members); --resume that packs them again is fine.
 TEST(MkpackPackTest, AppendRefusesWhileTheCatalogListsAMissingShard) {
