@@ -335,6 +335,28 @@ TEST(MkpackCliTest, UsageErrorsExitTwo) {
   EXPECT_NE(v.out.find("mkpack"), std::string::npos);
 }
 
+// An unknown command word is named as such, with the commands there are (not CLI11's "A
+// subcommand is required", which points at the wrong mistake).
+TEST(MkpackCliTest, UnknownCommandIsNamedWithTheCommandsThereAre) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"bogus"}, std::vector<std::string>{"bogus", "media"}}) {
+    RunResult r = Mkpack(args);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("unknown command 'bogus'"), std::string::npos) << r.err;
+    for (const char* cmd :
+         {"pack", "catalog", "verify", "ls", "unpack", "resolve", "convert-wds"}) {
+      EXPECT_NE(r.err.find(cmd), std::string::npos) << cmd << " not listed: " << r.err;
+    }
+    EXPECT_EQ(r.err.find("A subcommand is required"), std::string::npos) << r.err;
+  }
+  RunResult none = Mkpack({});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("verify"), std::string::npos) << none.err;
+  // Real commands and the top-level flags still work.
+  EXPECT_EQ(Mkpack({"--help"}).exit_code, 0);
+  EXPECT_EQ(Mkpack({"verify", "--help"}).exit_code, 0);
+}
+
 // Nothing to verify is not OK: an empty folder, a source folder, a pack that died before its
 // first shard. Each says what verify looked for, or that `mkpack pack --resume` continues.
 TEST(MkpackCliTest, VerifyWithoutShardsFailsSayingWhatItLookedFor) {
