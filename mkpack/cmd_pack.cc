@@ -24,7 +24,9 @@ namespace packfs::mkpack {
 namespace {
 
 struct PackArgs : PackOutputArgs {
-  std::vector<std::string> paths;  // SRC DST, or DST alone with --files-from
+  // SRC DST; with --files-from SRC may be left out, and CLI11 then gives the one path as `src`.
+  std::string src;
+  std::string dst;
   ShardLimitArgs limits;
   std::string group_by = "none";
   bool resume = false;
@@ -157,15 +159,12 @@ int RunPack(const PackArgs& a) {
     return kExitError;
   };
   auto t0 = Clock::now();
-  std::string src, dst;
-  if (!a.files_from.empty() && a.paths.size() == 1) {
-    dst = a.paths[0];
-  } else if (a.paths.size() == 2) {
-    src = a.paths[0];
-    dst = a.paths[1];
-  } else {
+  std::string src = a.src, dst = a.dst;
+  if (!a.files_from.empty() && dst.empty()) std::swap(src, dst);
+  if (src.empty() && a.files_from.empty()) {
     return fail(Status::InvalidArgument("expected SRC DST (or DST alone with --files-from)"));
   }
+  if (dst.empty()) return fail(Status::InvalidArgument("expected SRC DST"));
   if (a.resume && a.append) return fail(Status::InvalidArgument("--resume and --append exclude each other"));
   // A file list names its files, so DST may well sit inside the SRC its paths start from.
   if (a.files_from.empty()) {
@@ -381,7 +380,12 @@ void RegisterPack(CLI::App& app, int* exit_code) {
       "DST may be neither SRC nor inside it nor around it.\n"
       "Exit status: 0 ok, 1 nothing to pack or some --files-from entries were missing "
       "(--missing skip), 2 usage or I/O error.");
-  sub->add_option("paths", args->paths, "SRC DST (with --files-from: [SRC] DST)")->required()->expected(1, 2);
+  sub->add_option("SRC", args->src,
+                  "the directory to pack (with --files-from: optional, where relative paths in "
+                  "the list start)")
+      ->type_name("");
+  sub->add_option("DST", args->dst, "the pack directory to write")
+      ->type_name("");
   AddShardLimitOptions(sub, &args->limits, /*members_and_align=*/true);
   sub->add_option("--group-by", args->group_by,
                   "keep groups in one shard: none; dir (same parent directory); stem (WebDataset "

@@ -616,6 +616,17 @@ TEST(MkpackPackTest, OversizedMembersAreSummarizedInOneNote) {
   EXPECT_EQ(Shards(tmp / "media").size(), 30u);
 }
 
+// The help names the positionals SRC and DST, with no CLI11 artifacts.
+TEST(MkpackPackTest, HelpNamesSrcAndDst) {
+  t::RunResult r = t::Run({t::MkpackPath(), "pack", "--help"});
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.find("paths TEXT"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("(1x)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[OPTIONS] [SRC] [DST]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n  SRC "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n  DST "), std::string::npos) << r.out;
+}
+
 // Once a pack set's catalog lists a shard that is gone, --append refuses before writing (the
 // refresh after it would drop that shard's members); --resume that packs them again is fine.
 TEST(MkpackPackTest, AppendRefusesWhileTheCatalogListsAMissingShard) {
