@@ -495,6 +495,22 @@ TEST(MkpackCliTest, VerifyReportsAKeyThatIsAFileAndADirectory) {
   }
 }
 
+// Members refused while indexing are reported once by unpack, not once as a warning and again
+// as skipped.
+TEST(MkpackCliTest, UnpackReportsEachRefusedMemberOnce) {
+  TempDir tmp;
+  RunResult r = Mkpack({"unpack", testing::FixturesDir() + "/interop/bad/hostile-names/media",
+                        tmp / "out"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  for (const char* name : {"../escape.bin", "/abs.bin", "ok/../../x.bin"}) {
+    size_t n = 0;
+    for (const auto& l : Lines(r.err)) {
+      if (l.find(name) != std::string::npos) ++n;
+    }
+    EXPECT_EQ(n, 1u) << name << " reported " << n << " times:\n" << r.err;
+  }
+}
+
 // The shard limits are parsed alike and strictly by every packing subcommand: a malformed value
 // exits 2 naming the flag and the value, and nothing is written.
 TEST(MkpackCliTest, MalformedShardLimitsAreRefusedByEveryPackingCommand) {
