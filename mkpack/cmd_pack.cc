@@ -63,6 +63,18 @@ std::string BaseName(std::string p) {
   return s == std::string::npos ? p : p.substr(s + 1);
 }
 
+// The path as given, minus what only makes messages odd ("media/" and "media//x" read as "media"
+// and "media/x"). Never resolves "..": through a symlink that would change the meaning.
+std::string TidyPath(const std::string& p) {
+  std::string o;
+  for (char c : p) {
+    if (c == '/' && !o.empty() && o.back() == '/') continue;
+    o += c;
+  }
+  while (o.size() > 1 && o.back() == '/') o.pop_back();
+  return o;
+}
+
 // Refuses a DST that is SRC, lies inside it (the next run would pack the shards themselves) or
 // holds it, comparing canonical paths (symlinks resolved; DST need not exist yet).
 Status CheckSrcDstApart(const std::string& src, const std::string& dst) {
@@ -159,7 +171,7 @@ int RunPack(const PackArgs& a) {
     return kExitError;
   };
   auto t0 = Clock::now();
-  std::string src = a.src, dst = a.dst;
+  std::string src = TidyPath(a.src), dst = TidyPath(a.dst);
   if (!a.files_from.empty() && dst.empty()) std::swap(src, dst);
   if (src.empty() && a.files_from.empty()) {
     return fail(Status::InvalidArgument("expected SRC DST (or DST alone with --files-from)"));

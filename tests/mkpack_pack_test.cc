@@ -627,6 +627,19 @@ TEST(MkpackPackTest, HelpNamesSrcAndDst) {
   EXPECT_NE(r.out.find("\n  DST "), std::string::npos) << r.out;
 }
 
+// Paths in messages are tidy however DST was typed ("media/" names media/pack-0000.zip).
+TEST(MkpackPackTest, MessagesNameShardsWithoutDoubleSlashes) {
+  t::TempDir tmp;
+  t::WriteFile(tmp / "src/a.txt", "a");
+  ASSERT_EQ(Pack({tmp / "src", tmp / "media"}).exit_code, 0);
+  for (const std::string& dst : {tmp / "media/", tmp / "media//"}) {
+    t::RunResult r = Pack({tmp / "src", dst, "--append"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find(tmp / "media/pack-0000.zip"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("//"), std::string::npos) << r.err;
+  }
+}
+
 // Once a pack set's catalog lists a shard that is gone, --append refuses before writing (the
 // refresh after it would drop that shard's members); --resume that packs them again is fine.
 TEST(MkpackPackTest, AppendRefusesWhileTheCatalogListsAMissingShard) {
