@@ -640,6 +640,38 @@ TEST(MkpackPackTest, MessagesNameShardsWithoutDoubleSlashes) {
   }
 }
 
+// Every unsafe name is listed (up to 20, then how many more) before anything is written.
+TEST(MkpackPackTest, UnsafeNamesAreAllListedBeforeAnythingIsWritten) {
+  t::TempDir tmp;
+  t::WriteFile(tmp / "src/ok.txt", "ok");
+  for (int i = 0; i < 25; ++i) {
+    t::WriteFile(tmp / ("src/d" + std::to_string(i % 3) + "/bad\\" + std::to_string(i) + ".txt"),
+                 "bad");
+  }
+  t::WriteFile(tmp / "src/ trailing space.txt", "bad");
+  t::RunResult r = Pack({tmp / "src", tmp / "media"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("26 files have unsafe keys"), std::string::npos) << r.err;
+  size_t listed = 0;
+  std::istringstream in(r.err);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with("  ") && line.find(tmp / "src/") != std::string::npos) ++listed;
+  }
+  EXPECT_EQ(listed, 20u) << r.err;
+  EXPECT_NE(r.err.find("and 6 more"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("backslash"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(tmp / "media"));
+  // A file list: every unsafe key, each with its line.
+  t::RunResult l = Pack({"--files-from", "-", tmp / "src", tmp / "media"},
+                        "ok.txt\n../up.txt\tok.txt\nz.txt\tok.txt\nx//y\tok.txt\n");
+  EXPECT_EQ(l.exit_code, 2);
+  EXPECT_NE(l.err.find("2 files have unsafe keys"), std::string::npos) << l.err;
+  EXPECT_NE(l.err.find("line 2"), std::string::npos) << l.err;
+  EXPECT_NE(l.err.find("line 4"), std::string::npos) << l.err;
+  EXPECT_FALSE(fs::exists(tmp / "media"));
+}
+
 // Once a pack set's catalog lists a shard that is gone, --append refuses before writing (the
 // refresh after it would drop that shard's members); --resume that packs them again is fine.
 TEST(MkpackPackTest, AppendRefusesWhileTheCatalogListsAMissingShard) {
