@@ -18,6 +18,7 @@
 #include "core/pack_set.h"
 #include "core/pack_writer.h"
 #include "mkpack/commands.h"
+#include "mkpack/interrupt.h"
 #include "mkpack/pack_cli.h"
 
 namespace packfs::mkpack {
@@ -316,16 +317,46 @@ int RunPack(const PackArgs& a) {
     Status st = RemoveTemps(dst, *state);
     if (!st.ok()) return fail(st);
   }
+  // From here on SIGINT and SIGTERM stop the run between members, so it can say what is done.
+  InterruptWatch interrupt;
+  opts.stop = &interrupt.signal();
   bool tty = ::isatty(STDERR_FILENO) == 1;
   ProgressBar bar(list.inputs.size(), plan->data_bytes);
-  ProgressFn progress;
-  if (tty) progress = [&bar](const WriteProgress& p) { bar.Update(p); };
+  WriteProgress done;
+  ProgressFn progress = [&](const WriteProgress& p) {
+    done = p;
+    if (tty) bar.Update(p);
+  };
   // A fresh pack directory's catalog comes straight from what the writer knows: reading 100k
   // local headers back cost seconds when the shards had left the page cache.
   bool fresh = state->shards.empty();
   std::vector<ShardContent> written;
   Status st = WriteShards(dst, list.inputs, *plan, opts, progress, fresh ? &written : nullptr);
   if (tty) bar.Clear();
+  if (const int sig = interrupt.signal().load(); sig != 0 && st.err() == EINTR) {
+    size_t members = resumed.size();
+    for (size_t i = 0; i < done.shards && i < plan->shards.size(); ++i) {
+      members += plan->shards[i].members.size();
+    }
+    std::string resume = "mkpack pack --resume";
+    if (!a.files_from.empty()) resume += " --files-from " + a.files_from;
+    if (!src.empty()) resume += " " + src;
+    resume += " " + dst;
+    const std::string unfinished =
+        done.shards < plan->shards.size() ? TempShardName(plan->shards[done.shards].name) : "";
+    std::fprintf(stderr,
+                 "mkpack pack: interrupted by %s: %llu of %zu shards and %zu of %zu members are "
+                 "complete in %s%s; run `%s` with the same options to continue\n",
+                 InterruptName(sig),
+                 static_cast<unsigned long long>(state->shards.size() + done.shards),
+                 state->shards.size() + plan->shards.size(), members,
+                 resumed.size() + list.inputs.size(), dst.c_str(),
+                 unfinished.empty() ? ""
+                                    : (" (the unfinished shard is left as " + unfinished +
+                                       ", which --resume removes)").c_str(),
+                 resume.c_str());
+    return 128 + sig;
+  }
   if (!st.ok()) return fail(st);
 
   // 5. References and catalog.
@@ -352,6 +383,14 @@ int RunPack(const PackArgs& a) {
       cst = cat.status();
     }
     if (!cst.ok()) return fail(cst.WithPrefix("shards are complete but the catalog failed"));
+  }
+
+  if (const int sig = interrupt.signal().load(); sig != 0) {
+    std::fprintf(stderr,
+                 "mkpack pack: %s arrived after the last shard was written; %s is complete "
+                 "(%zu members packed in this run)\n",
+                 InterruptName(sig), dst.c_str(), list.inputs.size());
+    return 128 + sig;
   }
 
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -390,8 +429,10 @@ void RegisterPack(CLI::App& app, int* exit_code) {
       "holds shards is refused unless --append (new shards; an existing key is an error) or "
       "--resume (continue after the last complete shard; leftover temp files are removed).\n"
       "DST may be neither SRC nor inside it nor around it.\n"
+      "SIGINT or SIGTERM stops the run between members, keeping the complete shards; --resume "
+      "continues it.\n"
       "Exit status: 0 ok, 1 nothing to pack or some --files-from entries were missing "
-      "(--missing skip), 2 usage or I/O error.");
+      "(--missing skip), 2 usage or I/O error, 130/143 stopped by SIGINT/SIGTERM.");
   sub->add_option("SRC", args->src,
                   "the directory to pack (with --files-from: optional, where relative paths in "
                   "the list start)")

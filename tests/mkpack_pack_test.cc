@@ -3,15 +3,20 @@
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/catalog.h"
@@ -692,6 +697,104 @@ TEST(MkpackPackTest, AppendRefusesWhileTheCatalogListsAMissingShard) {
   ASSERT_EQ(res.exit_code, 0) << res.err;
   t::RunResult v = t::Run({t::MkpackPath(), "verify", tmp / "media"});
   EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+}
+
+// Starts mkpack with its stderr going to `err_file`; SIGINT and SIGTERM at their defaults.
+pid_t SpawnMkpack(const std::vector<std::string>& args, const std::string& err_file) {
+  std::vector<std::string> argv = {t::MkpackPath()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, deflt;
+  sigemptyset(&none);
+  sigemptyset(&deflt);
+  sigaddset(&deflt, SIGINT);
+  sigaddset(&deflt, SIGTERM);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &deflt);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, cargv[0], &fa, &attr, cargv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  return rc == 0 ? pid : -1;
+}
+
+// Packs a source large enough to be stopped half way: sends `sig` once the first shard is
+// complete. A run that finished first is repeated with a larger source. Returns the exit code
+// of the interrupted run (its stderr in *err).
+int PackAndInterrupt(const t::TempDir& tmp, int sig, std::string* err) {
+  for (int files = 600;; files *= 4) {
+    fs::remove_all(tmp / "src");
+    fs::remove_all(tmp / "media");
+    MakeTree(tmp / "src", files, 8000, 24000, 8);
+    pid_t pid = SpawnMkpack({"pack", tmp / "src", tmp / "media", "--max-pack-bytes", "64K",
+                             "--jobs", "2"},
+                            tmp / "err.txt");
+    EXPECT_GT(pid, 0);
+    if (pid <= 0) return -1;
+    int status = 0;
+    pid_t done = 0;
+    while (!fs::exists(tmp / "media/pack-0000.zip") &&
+           (done = ::waitpid(pid, &status, WNOHANG)) == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (done == 0) {
+      ::kill(pid, sig);
+      ::waitpid(pid, &status, 0);
+    }
+    *err = t::ReadFile(tmp / "err.txt");
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+    if (code == 0 && files < 40000) continue;  // finished before the signal: more files
+    return code;
+  }
+}
+
+// SIGINT and SIGTERM stop `mkpack pack` between members: it says how many shards and members
+// are complete and that --resume continues, exits 128 + the signal, and leaves complete, valid
+// shards plus the unfinished one as a temp file, from which --resume finishes a set that
+// verifies.
+void CheckInterruptAndResume(int sig, const std::string& name) {
+  t::TempDir tmp;
+  std::string err;
+  int code = PackAndInterrupt(tmp, sig, &err);
+  ASSERT_EQ(code, 128 + sig) << err;
+  EXPECT_NE(err.find("interrupted by " + name), std::string::npos) << err;
+  EXPECT_NE(err.find("mkpack pack --resume"), std::string::npos) << err;
+  std::vector<std::string> done = Shards(tmp / "media");
+  EXPECT_FALSE(done.empty());
+  EXPECT_NE(err.find(": " + std::to_string(done.size()) + " of "), std::string::npos)
+      << done.size() << " shards on disk:\n" << err;
+  // The unfinished shard stays a temp file, so verify reads the set as incomplete.
+  const std::vector<std::string> temps = Temps(tmp / "media");
+  ASSERT_EQ(temps.size(), 1u);
+  EXPECT_NE(err.find(temps[0]), std::string::npos) << err;
+  t::RunResult incomplete = t::Run({t::MkpackPath(), "verify", tmp / "media"});
+  EXPECT_EQ(incomplete.exit_code, 1) << incomplete.out;
+  EXPECT_NE(incomplete.out.find("mkpack pack --resume"), std::string::npos) << incomplete.out;
+  for (const std::string& s : done) ExpectToolsAccept(tmp / ("media/" + s));
+  t::RunResult res = Pack({tmp / "src", tmp / "media", "--resume", "--max-pack-bytes", "64K"});
+  ASSERT_EQ(res.exit_code, 0) << res.err;
+  EXPECT_TRUE(Temps(tmp / "media").empty());
+  EXPECT_GT(Shards(tmp / "media").size(), done.size());
+  t::RunResult v = t::Run({t::MkpackPath(), "verify", tmp / "media"});
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+  ExpectExtractsTo(tmp / "media", tmp / "src", tmp / "out");
+}
+
+TEST(MkpackPackTest, SigintStopsBetweenMembersAndResumeFinishes) {
+  CheckInterruptAndResume(SIGINT, "SIGINT");
+}
+
+TEST(MkpackPackTest, SigtermStopsBetweenMembersAndResumeFinishes) {
+  CheckInterruptAndResume(SIGTERM, "SIGTERM");
 }
 
 TEST(MkpackPackTest, MemberOver4GiBMakesAValidZip64Shard) {
