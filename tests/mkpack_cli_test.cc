@@ -511,6 +511,27 @@ TEST(MkpackCliTest, UnpackReportsEachRefusedMemberOnce) {
   }
 }
 
+// resolve prints the shard's absolute path (text and --json), whatever directory it was run
+// from and however the pack directory was named, so a loader can open it from anywhere.
+TEST(MkpackCliTest, ResolvePrintsAnAbsoluteShardPath) {
+  TempDir tmp;
+  std::string media = CopyCase(tmp, "multi-shard");
+  const std::string shard = fs::canonical(media + "/pack-0000.zip").string();
+  RunResult r = testing::Sh("cd '" + tmp.path() + "/multi-shard' && '" + testing::MkpackPath() +
+                            "' resolve ./media/ img/0000.jpg");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\t')), shard) << r.out;
+  RunResult j = testing::Sh("cd '" + tmp.path() + "/multi-shard' && '" + testing::MkpackPath() +
+                            "' resolve --json media img/0000.jpg");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_NE(j.out.find("\"path\": \"" + shard + "\""), std::string::npos) << j.out;
+  // Through a symlinked directory the path is the real one.
+  fs::create_symlink(media, tmp / "link");
+  RunResult l = Mkpack({"resolve", tmp / "link", "img/0000.jpg"});
+  ASSERT_EQ(l.exit_code, 0) << l.err;
+  EXPECT_EQ(l.out.substr(0, l.out.find('\t')), shard) << l.out;
+}
+
 // The shard limits are parsed alike and strictly by every packing subcommand: a malformed value
 // exits 2 naming the flag and the value, and nothing is written.
 TEST(MkpackCliTest, MalformedShardLimitsAreRefusedByEveryPackingCommand) {
