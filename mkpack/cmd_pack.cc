@@ -309,9 +309,13 @@ int RunPack(const PackArgs& a) {
     return list.missing.empty() ? kExitOk : kExitProblems;
   }
 
-  // 4. Write.
-  if (::mkdir(dst.c_str(), 0755) != 0 && errno != EEXIST) {
-    return fail(Status::IOError("cannot create " + dst + ": " + ErrnoText(errno), errno));
+  // 4. Write. DST and its missing parents are created, like mkdir -p.
+  {
+    std::error_code ec;
+    fs::create_directories(dst, ec);
+    if (ec) {
+      return fail(Status::IOError("cannot create " + dst + ": " + ec.message(), ec.value()));
+    }
   }
   if (a.resume) {
     Status st = RemoveTemps(dst, *state);
@@ -428,7 +432,7 @@ void RegisterPack(CLI::App& app, int* exit_code) {
       "Shards are written as .pack-NNNN.zip.tmp and renamed when complete. A DST that already "
       "holds shards is refused unless --append (new shards; an existing key is an error) or "
       "--resume (continue after the last complete shard; leftover temp files are removed).\n"
-      "DST may be neither SRC nor inside it nor around it.\n"
+      "DST may be neither SRC nor inside it nor around it; it is created with its parents.\n"
       "SIGINT or SIGTERM stops the run between members, keeping the complete shards; --resume "
       "continues it.\n"
       "Exit status: 0 ok, 1 nothing to pack or some --files-from entries were missing "
@@ -437,7 +441,8 @@ void RegisterPack(CLI::App& app, int* exit_code) {
                   "the directory to pack (with --files-from: optional, where relative paths in "
                   "the list start)")
       ->type_name("");
-  sub->add_option("DST", args->dst, "the pack directory to write")
+  sub->add_option("DST", args->dst,
+                  "the pack directory to write (created with its parents if missing)")
       ->type_name("");
   AddShardLimitOptions(sub, &args->limits, /*members_and_align=*/true);
   sub->add_option("--group-by", args->group_by,

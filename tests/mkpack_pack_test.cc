@@ -597,6 +597,16 @@ TEST(MkpackPackTest, EmptySourceSaysNothingToPackAndWritesNothing) {
   EXPECT_FALSE(fs::exists(tmp / "out"));
 }
 
+// DST's missing parents are created, like mkdir -p.
+TEST(MkpackPackTest, CreatesTheParentsOfDst) {
+  t::TempDir tmp;
+  t::WriteFile(tmp / "src/a.txt", "a");
+  t::RunResult r = Pack({tmp / "src", tmp / "a/b/media"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Shards(tmp / "a/b/media"), std::vector<std::string>{"pack-0000.zip"});
+  EXPECT_EQ(t::Run({t::MkpackPath(), "verify", tmp / "a/b/media"}).exit_code, 0);
+}
+
 // Many members over --max-pack-bytes make one note with a count and the first few names.
 TEST(MkpackPackTest, OversizedMembersAreSummarizedInOneNote) {
   t::TempDir tmp;
