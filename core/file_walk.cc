@@ -24,10 +24,34 @@ PackInput MakeInput(std::string key, std::string path, const struct stat& st) {
   return in;
 }
 
+// Unsafe names found so far: every one is counted, the first kUnsafeNamed described, so a tree
+// with many bad names is fixed in one pass rather than one failed run per name.
+constexpr size_t kUnsafeNamed = 20;
+struct UnsafeNames {
+  size_t count = 0;
+  std::vector<std::string> described;
+
+  void Add(std::string what) {
+    if (count++ < kUnsafeNamed) described.push_back(std::move(what));
+  }
+  // OK when none; otherwise one InvalidArgument listing them, ending with `advice`.
+  Status ToStatus(const std::string& advice) const {
+    if (count == 0) return Status::OK();
+    std::string msg = count == 1 ? "1 file has an unsafe key"
+                                 : std::to_string(count) + " files have unsafe keys";
+    msg += " (" + advice + "); nothing was written:";
+    for (const std::string& d : described) msg += "\n  " + d;
+    if (count > described.size()) {
+      msg += "\n  and " + std::to_string(count - described.size()) + " more";
+    }
+    return Status::InvalidArgument(msg);
+  }
+};
+
 // Walks `dir` (path `path`, key prefix `prefix`) with openat so no per-file path is resolved
-// from the root again.
+// from the root again. Files with unsafe keys are collected in *unsafe, not packed.
 Status WalkDir(int dirfd, const std::string& path, const std::string& prefix,
-               const WalkOptions& opts, InputList* out) {
+               const WalkOptions& opts, InputList* out, UnsafeNames* unsafe) {
   DIR* d = ::fdopendir(dirfd);
   if (d == nullptr) {
     int e = errno;
@@ -75,9 +99,8 @@ Status WalkDir(int dirfd, const std::string& path, const std::string& prefix,
     }
     Status ks = ValidateKey(key);
     if (!ks.ok()) {
-      return Status::InvalidArgument("cannot pack " + QuoteKey(child_path) + ": its key " +
-                                     QuoteKey(key) + " is unsafe: " + ks.message() +
-                                     " (rename it, or list it with --files-from as key<TAB>path)");
+      unsafe->Add(QuoteKey(child_path) + ": " + ks.message());
+      continue;
     }
     out->inputs.push_back(MakeInput(std::move(key), std::move(child_path), st));
   }
@@ -89,7 +112,7 @@ Status WalkDir(int dirfd, const std::string& path, const std::string& prefix,
       return Status::IOError("cannot open directory " + child_path + ": " + ErrnoText(e), e);
     }
     PACKFS_RETURN_IF_ERROR(
-        WalkDir(fd, child_path, prefix.empty() ? name : prefix + "/" + name, opts, out));
+        WalkDir(fd, child_path, prefix.empty() ? name : prefix + "/" + name, opts, out, unsafe));
   }
   return Status::OK();
 }
@@ -105,7 +128,10 @@ Result<InputList> WalkTree(const std::string& root, const WalkOptions& opts) {
   InputList out;
   std::string base = root;
   while (base.size() > 1 && base.back() == '/') base.pop_back();
-  PACKFS_RETURN_IF_ERROR(WalkDir(fd, base, "", opts, &out));
+  UnsafeNames unsafe;
+  PACKFS_RETURN_IF_ERROR(WalkDir(fd, base, "", opts, &out, &unsafe));
+  PACKFS_RETURN_IF_ERROR(unsafe.ToStatus(
+      "rename them, or list them with --files-from as key<TAB>path"));
   std::sort(out.inputs.begin(), out.inputs.end(),
             [](const PackInput& a, const PackInput& b) { return a.key < b.key; });
   return out;
@@ -117,6 +143,7 @@ Result<InputList> ReadFileList(const std::string& text, const std::string& root,
   std::string base = root;
   while (base.size() > 1 && base.back() == '/') base.pop_back();
   std::unordered_map<std::string, size_t> line_of_key;
+  UnsafeNames unsafe;
   size_t line_no = 0;
   size_t pos = 0;
   while (pos < text.size()) {
@@ -147,8 +174,8 @@ Result<InputList> ReadFileList(const std::string& text, const std::string& root,
     }
     Status ks = ValidateKey(key);
     if (!ks.ok()) {
-      return Status::InvalidArgument(where + ": key " + QuoteKey(key) + " is unsafe: " +
-                                     ks.message());
+      unsafe.Add(where + ": key " + QuoteKey(key) + ": " + ks.message());
+      continue;
     }
     std::string path = (rel[0] == '/' || base.empty()) ? rel : base + "/" + rel;
     struct stat st;
@@ -172,6 +199,7 @@ Result<InputList> ReadFileList(const std::string& text, const std::string& root,
     }
     out.inputs.push_back(MakeInput(std::move(key), std::move(path), st));
   }
+  PACKFS_RETURN_IF_ERROR(unsafe.ToStatus("give them safe keys with the key<TAB>path form"));
   return out;
 }
 

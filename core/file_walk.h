@@ -25,7 +25,8 @@ struct InputList {
 };
 
 // Every regular file under `root`, key = path relative to `root`, sorted by key bytes.
-// An unsafe name (ValidateKey) fails the walk naming the file.
+// Unsafe names (ValidateKey) fail the walk once it is complete, with one message that lists the
+// first 20 such files (and how many more there are).
 Result<InputList> WalkTree(const std::string& root, const WalkOptions& opts);
 
 enum class MissingPolicy { kError, kSkip };
@@ -36,7 +37,8 @@ enum class MissingPolicy { kError, kSkip };
 // path relative to `root`; an absolute path outside `root` then needs the key<TAB>path form.
 // Entries keep the list's order. Empty lines are ignored. Listed symlinks are followed.
 // A missing file fails the call naming it (kError) or is collected in `missing` (kSkip); a
-// duplicate key fails naming both lines.
+// duplicate key fails naming both lines; unsafe keys fail the call once the list is read, all
+// listed in one message (the first 20, and how many more).
 Result<InputList> ReadFileList(const std::string& text, const std::string& root,
                                MissingPolicy missing);
 

@@ -155,14 +155,56 @@ Result<CatalogData> IndexShardFiles(const std::string& dir, const std::vector<st
   return BuildNodes(std::move(contents));
 }
 
-Result<CatalogBuildResult> RefreshCatalog(const std::string& dir, int threads) {
+std::vector<MissingShard> FindMissingShards(const Catalog& catalog,
+                                            const std::vector<std::string>& names) {
+  std::unordered_map<std::string_view, bool> present;
+  for (const std::string& n : names) present.emplace(n, true);
+  std::vector<MissingShard> missing;
+  for (const ShardInfo& s : catalog.shards()) {
+    if (!present.count(s.name)) missing.push_back({s.name, s.member_count});
+  }
+  return missing;
+}
+
+std::string DescribeMissingShards(const std::vector<MissingShard>& missing,
+                                  const std::string& prefix) {
+  auto one = [&](const MissingShard& m) {
+    return prefix + "/" + m.name + " (" + std::to_string(m.members) +
+           (m.members == 1 ? " member)" : " members)");
+  };
+  if (missing.size() == 1) return one(missing[0]);
+  constexpr size_t kNamed = 10;
+  std::string s = std::to_string(missing.size()) + " shards: ";
+  for (size_t i = 0; i < missing.size() && i < kNamed; ++i) s += (i ? ", " : "") + one(missing[i]);
+  if (missing.size() > kNamed) s += " and " + std::to_string(missing.size() - kNamed) + " more";
+  return s;
+}
+
+Result<CatalogBuildResult> RefreshCatalog(const std::string& dir, int threads,
+                                          bool forget_missing) {
   const std::string path = Joined(dir, kCatalogFileName);
   // An unreadable or damaged old catalog is simply not reused: the refresh rebuilds it.
   Result<std::unique_ptr<Catalog>> old = Catalog::Open(path);
   CatalogBuildResult result;
+  PACKFS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListShardFiles(dir));
+  if (old.ok()) {
+    result.forgotten = FindMissingShards(**old, names);
+    if (!result.forgotten.empty() && !forget_missing) {
+      uint64_t members = 0;
+      for (const MissingShard& m : result.forgotten) members += m.members;
+      const bool one = result.forgotten.size() == 1;
+      return Status::Stale(
+          "the catalog lists " + DescribeMissingShards(result.forgotten, BaseNameOf(dir)) +
+          (one ? ", which is" : ", which are") + " missing from " + dir +
+          "; refreshing would drop " + (one ? "its " : "their ") + std::to_string(members) +
+          (members == 1 ? " member" : " members") + " from the catalog. Restore the " +
+          (one ? "shard" : "shards") + ", or run `mkpack catalog --forget-missing " + dir +
+          "` to drop them");
+    }
+  }
   PACKFS_ASSIGN_OR_RETURN(CatalogData data,
-                          IndexPackDir(dir, old.ok() ? old->get() : nullptr, threads,
-                                       &result.report));
+                          IndexShardFiles(dir, names, old.ok() ? old->get() : nullptr, threads,
+                                          &result.report));
   PACKFS_RETURN_IF_ERROR(WriteCatalog(path, data));
   result.totals = data.totals;
   result.shard_count = data.shards.size();
@@ -182,7 +224,9 @@ Result<std::vector<std::string>> CheckCatalog(const std::string& dir) {
     const std::string ref = base + "/" + s.name;
     auto it = on_disk.find(s.name);
     if (it == on_disk.end()) {
-      diffs.push_back(ref + ": in the catalog but missing from the directory");
+      diffs.push_back(ref + ": in the catalog (" + std::to_string(s.member_count) +
+                      (s.member_count == 1 ? " member" : " members") +
+                      ") but missing from the directory");
       continue;
     }
     it->second = true;

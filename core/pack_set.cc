@@ -167,6 +167,18 @@ Result<std::unique_ptr<PackSet>> PackSet::Open(const std::string& dir_in,
     Result<std::unique_ptr<Catalog>> cat = Catalog::Open(catalog_path);
     if (cat.ok() && !shard_files.empty() && !ListsExactly(**cat, names)) {
       // A catalog of the whole directory does not describe a chosen subset of its shards.
+    } else if (std::vector<MissingShard> missing =
+                   cat.ok() ? FindMissingShards(**cat, names) : std::vector<MissingShard>();
+               !missing.empty()) {
+      // Serving the rest would hide those members without a word (as a plain refresh would
+      // drop them): the set is incomplete, and only its owner can say whether that is wanted.
+      const bool one = missing.size() == 1;
+      return Status::Stale("catalog " + catalog_path + " lists " +
+                           DescribeMissingShards(missing, prefix) +
+                           (one ? ", which is" : ", which are") + " missing from " + dir +
+                           ": restore " + (one ? "it" : "them") +
+                           ", or run `mkpack catalog --forget-missing " + dir + "` to drop " +
+                           (one ? "its" : "their") + " members from the catalog");
     } else if (cat.ok()) {
       std::string why = StaleReason(**cat, dir, names, prefix);
       if (why.empty()) {

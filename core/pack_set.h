@@ -165,16 +165,36 @@ Result<CatalogData> IndexShardFiles(const std::string& dir, const std::vector<st
 
 namespace packfs {
 
+// A shard a catalog lists that its pack directory no longer holds.
+struct MissingShard {
+  std::string name;      // file name, "pack-0003.zip"
+  uint64_t members = 0;  // members the catalog lists in it
+};
+// The shards `catalog` lists that are not among `names` (the directory's shard files), in
+// catalog order.
+std::vector<MissingShard> FindMissingShards(const Catalog& catalog,
+                                            const std::vector<std::string>& names);
+// "media/pack-0001.zip (12 members)", or "2 shards: media/pack-0001.zip (12 members), ..." for
+// messages; `prefix` is the pack directory's name in messages ("media").
+std::string DescribeMissingShards(const std::vector<MissingShard>& missing,
+                                  const std::string& prefix);
+
 // `mkpack catalog DIR`: builds or refreshes <dir>/.packfs-catalog.sqlite. Shards unchanged since
 // the existing catalog (same name, size and mtime) are reused without reading them; new or changed
-// shards are indexed; removed shards are dropped. Written atomically (temp file + rename).
+// shards are indexed. Written atomically (temp file + rename).
+// A shard the existing catalog lists but the directory no longer holds would take its members out
+// of the catalog without a word, so the refresh refuses (Stale, naming each such shard and how
+// many members it held; nothing is written) unless `forget_missing`, when they are dropped and
+// listed in `forgotten`. A catalog that cannot be read is rebuilt from the shards.
 struct CatalogBuildResult {
   IndexReport report;
   CatalogTotals totals;
   uint64_t shard_count = 0;
   std::vector<std::string> problems;  // members refused while indexing
+  std::vector<MissingShard> forgotten;  // with forget_missing: the shards dropped
 };
-Result<CatalogBuildResult> RefreshCatalog(const std::string& dir, int threads);
+Result<CatalogBuildResult> RefreshCatalog(const std::string& dir, int threads,
+                                          bool forget_missing = false);
 
 // `mkpack catalog --check DIR`: compares the catalog with the shards (names, sizes, and every
 // shard's central-directory fingerprint) and writes nothing. Each difference is one message

@@ -221,10 +221,19 @@ Result<std::unordered_map<std::string, std::string>> ReadShardKeys(const std::st
 namespace {
 
 // Writes one shard's members through `w`. Reads come from the prefetcher when there is one.
+bool Stopped(const PackOptions& opts) {
+  return opts.stop != nullptr && opts.stop->load(std::memory_order_relaxed) != 0;
+}
+
+Status StoppedAt(const std::string& shard) {
+  return Status::IOError("stopped while writing " + shard, EINTR);
+}
+
 Status WriteMembers(ZipWriter& w, const std::vector<PackInput>& inputs, const PlannedShard& ps,
                     const PackOptions& opts, Prefetcher* pre, size_t* seq,
                     InputBuffer* buf, WriteProgress* prog, const ProgressFn& progress) {
   for (size_t i : ps.members) {
+    if (Stopped(opts)) return StoppedAt(ps.name);
     const PackInput& in = inputs[i];
     ZipMemberSpec spec = MemberSpec(in, opts);
     std::optional<Prefetcher::Item> item;
@@ -242,6 +251,7 @@ Status WriteMembers(ZipWriter& w, const std::vector<PackInput>& inputs, const Pl
       PACKFS_RETURN_IF_ERROR(w.BeginMember(spec));
       buf->resize(kStreamChunk);
       while (true) {
+        if (Stopped(opts)) return StoppedAt(ps.name);
         PACKFS_ASSIGN_OR_RETURN(size_t n, s.Read(*buf));
         if (n == 0) break;
         PACKFS_RETURN_IF_ERROR(w.Append(std::span<const uint8_t>(buf->data(), n)));

@@ -8,13 +8,15 @@
 //
 // Writing: each shard is written as ".<name>.tmp" in the pack directory, fsynced, renamed into
 // place (never over an existing file) and the directory fsynced. A failed shard stays a temp
-// file (`--resume` removes it and continues after the last complete shard), except on ENOSPC
-// where it is removed at once. Complete shards are never touched again.
+// file (`--resume` removes it and continues after the last complete shard; `mkpack verify`
+// reports it, so the set reads as incomplete), except on ENOSPC where it is removed at once.
+// Complete shards are never touched again.
 //
 // Thread-safety: free functions, no shared state. WriteShards starts and joins its own reader
 // threads (opts.jobs - 1 ... see PackOptions) and calls `progress` from the calling thread only.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -54,6 +56,11 @@ struct PackOptions {
   // are streamed by the writer. The bytes written do not depend on jobs.
   int jobs = 1;
   bool sync = true;  // fsync shards and the directory (off only for tests and benchmarks)
+  // When set and it turns non-zero (e.g. the number of a signal that arrived), WriteShards stops
+  // before the next member (or the next MiB of a large one) and fails with errno EINTR; the
+  // unfinished shard stays a temp file like any failed one, the complete shards stay complete.
+  // Not owned.
+  const std::atomic<int>* stop = nullptr;
 };
 
 // The zip member spec of an input under `opts` (alignment policy, reproducible time).
@@ -110,7 +117,8 @@ struct WriteProgress {
 using ProgressFn = std::function<void(const WriteProgress&)>;
 
 // Writes every shard of `plan` into `dir` (which must exist). Errors name the shard and, for
-// input problems, the input file. `progress` (may be empty) is called after each member.
+// input problems, the input file. `progress` (may be empty) is called after each member and
+// after each completed shard (WriteProgress::shards counts the shards complete so far).
 Status WriteShards(const std::string& dir, const std::vector<PackInput>& inputs,
                    const PackPlan& plan, const PackOptions& opts, const ProgressFn& progress);
 // The same, also appending each completed shard's content to *written (its name, size and

@@ -6,11 +6,13 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/catalog.h"
 #include "core/crc32.h"
 #include "core/key.h"
 #include "core/pack_set.h"
+#include "core/pack_writer.h"
 #include "core/shard_format.h"
 
 namespace packfs {
@@ -70,8 +72,37 @@ Status CheckMemberCrcs(const ShardSource& src, const std::vector<ZipMember>& mem
   return Status::OK();
 }
 
-Result<VerifyReport> VerifyPackDir(const std::string& dir, int threads) {
+Result<VerifyReport> VerifyPackDir(const std::string& dir_in, int threads) {
+  std::string dir = dir_in;  // "media/" is named "media" in messages
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   PACKFS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListShardFiles(dir));
+  // Temp shards of a `mkpack pack` that stopped: the set is incomplete, however sound the
+  // complete shards are. Found by the writer's own naming rule (ScanPackDir).
+  PACKFS_ASSIGN_OR_RETURN(PackDirState state, ScanPackDir(dir));
+  std::vector<std::string> leading_problems;
+  const std::string resume = "`mkpack pack --resume SRC " + dir + "`";
+  if (names.empty()) {
+    if (state.temps.empty()) {
+      leading_problems.push_back(
+          dir + " holds no shards: looked for pack-NNNN.zip files (what `mkpack pack` writes) "
+          "and *.tar shards, and found none; give the pack directory (the DST of `mkpack "
+          "pack`), not its source");
+    } else {
+      leading_problems.push_back(
+          dir + " holds no complete shard, only " + state.temps[0] +
+          (state.temps.size() > 1 ? " (and " + std::to_string(state.temps.size() - 1) + " more)"
+                                  : std::string()) +
+          " left by a `mkpack pack` that stopped before its first shard was finished; run " +
+          resume + " to pack it");
+    }
+  } else {
+    for (const std::string& t : state.temps) {
+      leading_problems.push_back(
+          dir + "/" + t + " is an unfinished shard left by an interrupted `mkpack pack`: the set "
+          "is incomplete; run " + resume + " to finish it (or delete the file if the set is "
+          "complete without it)");
+    }
+  }
   if (!names.empty() && ShardFormatOf(names[0]) == ShardFormat::kTar) {
     return Status::InvalidArgument(
         dir + " holds tar shards (" + names[0] + "), which record no checksums to verify; "
@@ -87,6 +118,7 @@ Result<VerifyReport> VerifyPackDir(const std::string& dir, int threads) {
     in.prefix = slash == std::string::npos ? d : d.substr(slash + 1);
   }
   in.refresh_command = "mkpack catalog " + dir;
+  in.forget_missing_command = "mkpack catalog --forget-missing " + dir;
   in.names = names;
   in.open = [&](size_t i) -> Result<std::unique_ptr<ShardSource>> {
     PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<FileShardSource> src,
@@ -105,7 +137,10 @@ Result<VerifyReport> VerifyPackDir(const std::string& dir, int threads) {
       in.catalog = catalog.get();
     }
   }
-  return VerifyShards(in, threads);
+  VerifyReport report = VerifyShards(in, threads);
+  report.problems.insert(report.problems.begin(), leading_problems.begin(),
+                         leading_problems.end());
+  return report;
 }
 
 VerifyReport VerifyShards(const VerifyInput& in, int threads) {
@@ -168,6 +203,26 @@ VerifyReport VerifyShards(const VerifyInput& in, int threads) {
     }
   }
 
+  // A key that is a file and also a directory of another key ("a" and "a/b") has no place in a
+  // tree: catalog, ls, unpack and the mount refuse such a set, so verify reports it too. Checked
+  // in shard and member order so the report reads the same on every run.
+  std::unordered_set<std::string_view> file_and_dir;
+  for (size_t i = 0; i < per.size(); ++i) {
+    if (!per[i].indexed) continue;
+    for (const auto& m : per[i].index.members) {
+      std::string_view key = m.name;
+      for (size_t p = key.find('/'); p != std::string_view::npos; p = key.find('/', p + 1)) {
+        auto it = seen.find(key.substr(0, p));
+        if (it == seen.end() || !file_and_dir.insert(it->first).second) continue;
+        report.problems.push_back(
+            "key " + QuoteKey(it->first) + " (in " + prefix + "/" + names[it->second.first] +
+            ") is a file but also a directory of key " + QuoteKey(key) + " (in " + prefix + "/" +
+            names[i] + "); catalog, ls, unpack and packfs refuse such a set: rename one of "
+            "them and pack again");
+      }
+    }
+  }
+
   // Catalog agreement.
   report.catalog_present = in.catalog_present;
   if (in.catalog_present) {
@@ -181,8 +236,15 @@ VerifyReport VerifyShards(const VerifyInput& in, int threads) {
       for (const ShardInfo& si : c.shards()) {
         auto it = by_name.find(si.name);
         if (it == by_name.end()) {
-          report.problems.push_back("catalog lists " + prefix + "/" + si.name +
-                                    " but the shard is missing; run `" + refresh + "`");
+          // A plain refresh would drop the shard's members: say so, and what keeps them.
+          const std::string forget =
+              in.forget_missing_command.empty()
+                  ? "run `" + refresh + "` to rebuild the catalog without them"
+                  : "run `" + in.forget_missing_command + "` to drop them from the catalog";
+          report.problems.push_back("catalog lists " + prefix + "/" + si.name + " (" +
+                                    std::to_string(si.member_count) +
+                                    (si.member_count == 1 ? " member" : " members") +
+                                    ") but the shard is missing: restore the file, or " + forget);
           continue;
         }
         catalog_has[it->second] = true;
@@ -210,6 +272,10 @@ VerifyReport VerifyShards(const VerifyInput& in, int threads) {
       uint64_t catalog_files = 0;
       size_t mismatches = 0;
       Status st = c.ForEachFile([&](const std::string& key, const Node& n) -> Status {
+        // Entries of a missing shard were reported with the shard, and what to do differs.
+        if (n.shard < shard_of_catalog.size() && shard_of_catalog[n.shard] == UINT32_MAX) {
+          return Status::OK();
+        }
         ++catalog_files;
         auto it = seen.find(key);
         bool ok = false;

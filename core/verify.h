@@ -35,6 +35,9 @@ Status CheckMemberCrcs(const ShardSource& src, const std::vector<ZipMember>& mem
 struct VerifyInput {
   std::string prefix;              // what messages call the pack directory ("media")
   std::string refresh_command;     // what messages advise for a stale catalog ("mkpack catalog X")
+  // What messages advise for a shard the catalog lists but that is gone, whose members a plain
+  // refresh would drop ("mkpack catalog --forget-missing X"); empty: refresh_command.
+  std::string forget_missing_command;
   std::vector<std::string> names;  // shard file names in index order
   // Opens shard i; its name() is what messages call it. Called from the worker threads.
   std::function<Result<std::unique_ptr<ShardSource>>(size_t)> open;
@@ -48,7 +51,9 @@ struct VerifyInput {
 VerifyReport VerifyShards(const VerifyInput& in, int threads);
 
 // Verifies the pack directory. Fails (non-OK) only for usage or I/O errors that stop the whole
-// run (no such directory, no shards); everything else is a problem in the report.
+// run (no such directory, tar shards); everything else is a problem in the report, including a
+// directory without shards (the message says what was looked for) and the temp shards an
+// interrupted `mkpack pack` left (the set is incomplete: `mkpack pack --resume` finishes it).
 Result<VerifyReport> VerifyPackDir(const std::string& dir, int threads);
 
 }  // namespace packfs

@@ -95,6 +95,13 @@ int RunRemoteCatalog(const std::string& location, const std::string& output,
   return data.problems.empty() ? kExitOk : kExitProblems;
 }
 
+// Whether the catalog of the local pack directory lists shards the directory no longer holds.
+bool MissingFromCatalogDir(const std::string& dir) {
+  auto cat = Catalog::Open(dir + "/" + kCatalogFileName);
+  auto names = ListShardFiles(dir);
+  return cat.ok() && names.ok() && !FindMissingShards(**cat, *names).empty();
+}
+
 }  // namespace
 
 void RegisterCatalog(CLI::App& app, int* exit_code) {
@@ -102,6 +109,7 @@ void RegisterCatalog(CLI::App& app, int* exit_code) {
     std::string dir;
     int threads = 0;
     bool check = false;
+    bool forget_missing = false;
     bool json = false;
     std::string output;
     RemoteCliOptions remote;
@@ -110,12 +118,16 @@ void RegisterCatalog(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "catalog",
       "Build or refresh DIR/.packfs-catalog.sqlite for any STORED zip set (mkpack, Python zipfile, "
-      "zip -0). Only new or changed shards are read.");
+      "zip -0). Only new or changed shards are read. A shard the catalog lists that is gone is "
+      "never dropped silently: the refresh is refused (exit 1) unless --forget-missing.");
   cmd->add_option("dir", opts->dir, "pack directory, or its https:// or s3:// URL")->required();
   cmd->add_option("-j,--threads", opts->threads, "shards indexed in parallel (default: one per core)");
   cmd->add_flag("--check", opts->check,
                 "compare every shard's fingerprint with the catalog and write nothing "
                 "(exit 1 when the catalog is stale)");
+  cmd->add_flag("--forget-missing", opts->forget_missing,
+                "drop the members of shards the catalog lists but the directory no longer holds "
+                "(without it such a refresh is refused, exit 1, naming the shards)");
   cmd->add_flag("--json", opts->json, "print the result as JSON on stdout");
   cmd->add_option("-o,--output", opts->output,
                   "remote sets: write the catalog to this file instead of uploading it (required "
@@ -123,6 +135,14 @@ void RegisterCatalog(CLI::App& app, int* exit_code) {
   AddRemoteOptions(cmd, &opts->remote);
   cmd->callback([opts, exit_code] {
     if (IsRemoteLocation(opts->dir)) {
+      if (opts->forget_missing) {
+        PrintError("catalog", Status::InvalidArgument(
+                                  "--forget-missing applies to local pack directories; the "
+                                  "catalog of " + opts->dir + " is always built from the "
+                                  "shards found there"));
+        *exit_code = kExitError;
+        return;
+      }
       *exit_code = RunRemoteCatalog(opts->dir, opts->output, opts->remote, opts->threads,
                                     opts->check, opts->json);
       return;
@@ -131,6 +151,12 @@ void RegisterCatalog(CLI::App& app, int* exit_code) {
       PrintError("catalog", Status::InvalidArgument(
                                 "-o is for remote sets; a local catalog is always written as " +
                                 opts->dir + "/" + kCatalogFileName));
+      *exit_code = kExitError;
+      return;
+    }
+    if (opts->check && opts->forget_missing) {
+      PrintError("catalog", Status::InvalidArgument(
+                                "--check writes nothing, so there is nothing to --forget-missing"));
       *exit_code = kExitError;
       return;
     }
@@ -151,6 +177,10 @@ void RegisterCatalog(CLI::App& app, int* exit_code) {
         for (const auto& d : *diffs) std::printf("STALE: %s\n", d.c_str());
         if (diffs->empty()) {
           std::printf("catalog is current\n");
+        } else if (MissingFromCatalogDir(opts->dir)) {
+          // A plain refresh would drop the missing shards' members: name the choice.
+          std::printf("catalog is stale: restore the missing shards, or run `mkpack catalog "
+                      "--forget-missing %s` to drop their members\n", opts->dir.c_str());
         } else {
           std::printf("catalog is stale: run `mkpack catalog %s`\n", opts->dir.c_str());
         }
@@ -159,21 +189,34 @@ void RegisterCatalog(CLI::App& app, int* exit_code) {
       return;
     }
     auto t0 = std::chrono::steady_clock::now();
-    auto res = RefreshCatalog(opts->dir, opts->threads);
+    auto res = RefreshCatalog(opts->dir, opts->threads, opts->forget_missing);
     if (!res.ok()) {
       PrintError("catalog", res.status());
-      *exit_code = kExitError;
+      // A refresh refused because it would lose shards is a finding about the set, not a
+      // usage or I/O error.
+      *exit_code = res.status().code() == Code::kStale ? kExitProblems : kExitError;
       return;
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (const auto& p : res->problems) PrintWarning("catalog", p);
+    std::string dir = opts->dir;
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    std::string forgotten_json = "[";
+    for (const MissingShard& m : res->forgotten) {
+      std::fprintf(stderr,
+                   "mkpack catalog: forgot %s/%s: %llu member(s) dropped from the catalog\n",
+                   dir.c_str(), m.name.c_str(), static_cast<unsigned long long>(m.members));
+      forgotten_json += (forgotten_json.size() > 1 ? ", " : "") + JsonString(m.name);
+    }
+    forgotten_json += "]";
     if (opts->json) {
       std::printf("{\"shards\": %llu, \"indexed\": %llu, \"reused\": %llu, \"files\": %llu, "
-                  "\"directories\": %llu, \"bytes\": %llu, \"problems\": %zu, \"seconds\": %.3f}\n",
+                  "\"directories\": %llu, \"bytes\": %llu, \"problems\": %zu, \"forgotten\": %s, "
+                  "\"seconds\": %.3f}\n",
                   (unsigned long long)res->shard_count, (unsigned long long)res->report.shards_indexed,
                   (unsigned long long)res->report.shards_reused, (unsigned long long)res->totals.files,
                   (unsigned long long)res->totals.directories, (unsigned long long)res->totals.bytes,
-                  res->problems.size(), secs);
+                  res->problems.size(), forgotten_json.c_str(), secs);
     } else {
       std::printf("catalog: %llu shards (%llu indexed, %llu unchanged), %llu files, %s, %.2f s\n",
                   (unsigned long long)res->shard_count, (unsigned long long)res->report.shards_indexed,

@@ -3,8 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -16,13 +18,16 @@
 #include "core/pack_set.h"
 #include "core/pack_writer.h"
 #include "mkpack/commands.h"
+#include "mkpack/interrupt.h"
 #include "mkpack/pack_cli.h"
 
 namespace packfs::mkpack {
 namespace {
 
 struct PackArgs : PackOutputArgs {
-  std::vector<std::string> paths;  // SRC DST, or DST alone with --files-from
+  // SRC DST; with --files-from SRC may be left out, and CLI11 then gives the one path as `src`.
+  std::string src;
+  std::string dst;
   ShardLimitArgs limits;
   std::string group_by = "none";
   bool resume = false;
@@ -34,6 +39,7 @@ struct PackArgs : PackOutputArgs {
 };
 
 using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
 
 std::string JsonString(const std::string& s) {
   std::string o = "\"";
@@ -58,6 +64,95 @@ std::string BaseName(std::string p) {
   return s == std::string::npos ? p : p.substr(s + 1);
 }
 
+// The path as given, minus what only makes messages odd ("media/" and "media//x" read as "media"
+// and "media/x"). Never resolves "..": through a symlink that would change the meaning.
+std::string TidyPath(const std::string& p) {
+  std::string o;
+  for (char c : p) {
+    if (c == '/' && !o.empty() && o.back() == '/') continue;
+    o += c;
+  }
+  while (o.size() > 1 && o.back() == '/') o.pop_back();
+  return o;
+}
+
+// Refuses a DST that is SRC, lies inside it (the next run would pack the shards themselves) or
+// holds it, comparing canonical paths (symlinks resolved; DST need not exist yet).
+Status CheckSrcDstApart(const std::string& src, const std::string& dst) {
+  std::error_code ec1, ec2;
+  const fs::path s = fs::weakly_canonical(src, ec1);
+  const fs::path d = fs::weakly_canonical(dst, ec2);
+  if (ec1 || ec2) return Status::OK();  // the walk or the write reports what is wrong
+  auto inside = [](const fs::path& inner, const fs::path& outer) {
+    auto [o, i] = std::mismatch(outer.begin(), outer.end(), inner.begin(), inner.end());
+    return o == outer.end() || (o->empty() && std::next(o) == outer.end());
+  };
+  const std::string where = " (" + s.string() + " and " + d.string() + ")";
+  if (s == d || (inside(d, s) && inside(s, d))) {
+    return Status::InvalidArgument("SRC and DST are the same directory" + where +
+                                   ": the shards would be written among the files they hold; "
+                                   "give a DST outside " + src);
+  }
+  if (inside(d, s)) {
+    return Status::InvalidArgument("DST " + dst + " is inside SRC " + src + where +
+                                   ": its shards would be packed into themselves by the next "
+                                   "run; give a DST outside " + src);
+  }
+  if (inside(s, d)) {
+    return Status::InvalidArgument("SRC " + src + " is inside DST " + dst + where +
+                                   ": the pack directory would hold its own source; give a DST "
+                                   "that neither is nor holds " + src);
+  }
+  return Status::OK();
+}
+
+// The names of `keys` for a one-line note: the first few quoted, then how many more.
+std::string SomeKeys(const std::vector<std::string>& keys) {
+  constexpr size_t kShown = 5;
+  std::string s;
+  for (size_t i = 0; i < keys.size() && i < kShown; ++i) s += (i ? ", " : "") + QuoteKey(keys[i]);
+  if (keys.size() > kShown) s += " and " + std::to_string(keys.size() - kShown) + " more";
+  return s;
+}
+
+// Shards the catalog of `dst` lists that are gone, and whether packing `packing` (keys) beside
+// the shards that remain (`present`) brings all their members back. Returns the message that
+// refuses the run when some would be lost; "" when none would (then a catalog refresh may
+// drop the missing shards: their members are in new shards).
+std::string CheckLostShards(const std::string& dst, const std::vector<std::string>& shards,
+                            const std::unordered_map<std::string, std::string>& present,
+                            const std::vector<PackInput>& packing, bool* any_missing) {
+  *any_missing = false;
+  auto cat = Catalog::Open(dst + "/" + kCatalogFileName);
+  if (!cat.ok()) return "";
+  std::vector<MissingShard> missing = FindMissingShards(**cat, shards);
+  if (missing.empty()) return "";
+  *any_missing = true;
+  std::unordered_set<uint32_t> gone;
+  for (const ShardInfo& si : (*cat)->shards()) {
+    for (const MissingShard& m : missing) {
+      if (m.name == si.name) gone.insert(si.id);
+    }
+  }
+  std::unordered_set<std::string_view> packed;
+  for (const PackInput& in : packing) packed.insert(in.key);
+  uint64_t lost = 0;
+  std::string example;
+  Status st = (*cat)->ForEachFile([&](const std::string& key, const Node& n) {
+    if (gone.count(n.shard) && !present.count(key) && !packed.count(key)) {
+      if (lost++ == 0) example = key;
+    }
+    return Status::OK();
+  });
+  if (!st.ok()) return st.message();
+  if (lost == 0) return "";
+  return "the catalog of " + dst + " lists " + DescribeMissingShards(missing, BaseName(dst)) +
+         ", missing from the directory; " + std::to_string(lost) + " of the members (" +
+         QuoteKey(example) + (lost > 1 ? ", ..." : "") + ") are neither in the other shards nor "
+         "among the files to pack, and would be lost. Restore the missing shards, or run "
+         "`mkpack catalog --forget-missing " + dst + "` first to drop them";
+}
+
 Result<std::string> ReadListText(const std::string& file) {
   std::ostringstream ss;
   if (file == "-") {
@@ -77,16 +172,17 @@ int RunPack(const PackArgs& a) {
     return kExitError;
   };
   auto t0 = Clock::now();
-  std::string src, dst;
-  if (!a.files_from.empty() && a.paths.size() == 1) {
-    dst = a.paths[0];
-  } else if (a.paths.size() == 2) {
-    src = a.paths[0];
-    dst = a.paths[1];
-  } else {
+  std::string src = TidyPath(a.src), dst = TidyPath(a.dst);
+  if (!a.files_from.empty() && dst.empty()) std::swap(src, dst);
+  if (src.empty() && a.files_from.empty()) {
     return fail(Status::InvalidArgument("expected SRC DST (or DST alone with --files-from)"));
   }
+  if (dst.empty()) return fail(Status::InvalidArgument("expected SRC DST"));
   if (a.resume && a.append) return fail(Status::InvalidArgument("--resume and --append exclude each other"));
+  // A file list names its files, so DST may well sit inside the SRC its paths start from.
+  if (a.files_from.empty()) {
+    if (Status st = CheckSrcDstApart(src, dst); !st.ok()) return fail(st);
+  }
 
   PackOptions opts;
   if (Status st = ApplyShardLimits(a.limits, &opts); !st.ok()) return fail(st);
@@ -112,6 +208,26 @@ int RunPack(const PackArgs& a) {
     auto r = WalkTree(src, wo);
     if (!r.ok()) return fail(r.status());
     list = std::move(*r);
+  }
+  if (list.inputs.empty()) {
+    // Nothing is written, not even DST: an empty pack directory helps no one.
+    std::string why;
+    if (!a.files_from.empty()) {
+      why = list.missing.empty() ? "the file list names no files"
+                                 : "every file the list names is missing";
+    } else {
+      why = src + " holds no regular files";
+      if (list.skipped_symlinks > 0 || list.skipped_special > 0) {
+        why += " (skipped " + std::to_string(list.skipped_symlinks) + " symlink(s)" +
+               (list.skipped_symlinks > 0 && !a.follow_symlinks
+                    ? ", which --follow-symlinks packs when they point to files"
+                    : "") +
+               ", and " + std::to_string(list.skipped_special) + " special file(s))";
+      }
+    }
+    std::fprintf(stderr, "mkpack pack: nothing to pack: %s; %s was not written\n", why.c_str(),
+                 dst.c_str());
+    return kExitProblems;
   }
 
   // 2. What the destination already holds.
@@ -148,17 +264,29 @@ int RunPack(const PackArgs& a) {
     }
     list.inputs = std::move(rest);
   }
+  // A catalog that lists a shard which is gone: refreshing it after this run must not drop
+  // members silently. Fine when this run packs them again (a resumed run that lost shards).
+  bool forget_missing = false;
+  if ((a.append || a.resume) && !a.no_catalog) {
+    std::string lost = CheckLostShards(dst, state->shards, existing, list.inputs, &forget_missing);
+    if (!lost.empty()) return fail(Status::Stale(lost));
+  }
 
   // 3. The plan.
   auto plan = PlanShards(list.inputs, opts, state->next_index);
   if (!plan.ok()) return fail(plan.status());
-  for (const std::string& k : plan->oversized) {
-    std::fprintf(stderr, "mkpack pack: note: %s is larger than --max-pack-bytes; it sits alone in its shard\n",
-                 QuoteKey(k).c_str());
+  if (!plan->oversized.empty()) {
+    const size_t n = plan->oversized.size();
+    std::fprintf(stderr,
+                 "mkpack pack: note: %zu member%s larger than --max-pack-bytes (%s) and sit%s "
+                 "alone in %s shard%s: %s\n",
+                 n, n == 1 ? " is" : "s are", a.limits.max_pack_bytes.c_str(), n == 1 ? "s" : "",
+                 n == 1 ? "its" : "their", n == 1 ? "" : "s", SomeKeys(plan->oversized).c_str());
   }
-  for (const std::string& g : plan->split_groups) {
-    std::fprintf(stderr, "mkpack pack: note: group %s is larger than a shard and was split\n",
-                 QuoteKey(g).c_str());
+  if (!plan->split_groups.empty()) {
+    const size_t n = plan->split_groups.size();
+    std::fprintf(stderr, "mkpack pack: note: %zu group%s larger than a shard and split: %s\n", n,
+                 n == 1 ? " is" : "s are", SomeKeys(plan->split_groups).c_str());
   }
   if (list.skipped_symlinks > 0 || list.skipped_special > 0) {
     std::fprintf(stderr, "mkpack pack: skipped %llu symlink(s) and %llu special file(s)%s\n",
@@ -181,24 +309,58 @@ int RunPack(const PackArgs& a) {
     return list.missing.empty() ? kExitOk : kExitProblems;
   }
 
-  // 4. Write.
-  if (::mkdir(dst.c_str(), 0755) != 0 && errno != EEXIST) {
-    return fail(Status::IOError("cannot create " + dst + ": " + ErrnoText(errno), errno));
+  // 4. Write. DST and its missing parents are created, like mkdir -p.
+  {
+    std::error_code ec;
+    fs::create_directories(dst, ec);
+    if (ec) {
+      return fail(Status::IOError("cannot create " + dst + ": " + ec.message(), ec.value()));
+    }
   }
   if (a.resume) {
     Status st = RemoveTemps(dst, *state);
     if (!st.ok()) return fail(st);
   }
+  // From here on SIGINT and SIGTERM stop the run between members, so it can say what is done.
+  InterruptWatch interrupt;
+  opts.stop = &interrupt.signal();
   bool tty = ::isatty(STDERR_FILENO) == 1;
   ProgressBar bar(list.inputs.size(), plan->data_bytes);
-  ProgressFn progress;
-  if (tty) progress = [&bar](const WriteProgress& p) { bar.Update(p); };
+  WriteProgress done;
+  ProgressFn progress = [&](const WriteProgress& p) {
+    done = p;
+    if (tty) bar.Update(p);
+  };
   // A fresh pack directory's catalog comes straight from what the writer knows: reading 100k
   // local headers back cost seconds when the shards had left the page cache.
   bool fresh = state->shards.empty();
   std::vector<ShardContent> written;
   Status st = WriteShards(dst, list.inputs, *plan, opts, progress, fresh ? &written : nullptr);
   if (tty) bar.Clear();
+  if (const int sig = interrupt.signal().load(); sig != 0 && st.err() == EINTR) {
+    size_t members = resumed.size();
+    for (size_t i = 0; i < done.shards && i < plan->shards.size(); ++i) {
+      members += plan->shards[i].members.size();
+    }
+    std::string resume = "mkpack pack --resume";
+    if (!a.files_from.empty()) resume += " --files-from " + a.files_from;
+    if (!src.empty()) resume += " " + src;
+    resume += " " + dst;
+    const std::string unfinished =
+        done.shards < plan->shards.size() ? TempShardName(plan->shards[done.shards].name) : "";
+    std::fprintf(stderr,
+                 "mkpack pack: interrupted by %s: %llu of %zu shards and %zu of %zu members are "
+                 "complete in %s%s; run `%s` with the same options to continue\n",
+                 InterruptName(sig),
+                 static_cast<unsigned long long>(state->shards.size() + done.shards),
+                 state->shards.size() + plan->shards.size(), members,
+                 resumed.size() + list.inputs.size(), dst.c_str(),
+                 unfinished.empty() ? ""
+                                    : (" (the unfinished shard is left as " + unfinished +
+                                       ", which --resume removes)").c_str(),
+                 resume.c_str());
+    return 128 + sig;
+  }
   if (!st.ok()) return fail(st);
 
   // 5. References and catalog.
@@ -221,10 +383,18 @@ int RunPack(const PackArgs& a) {
       auto data = BuildNodes(std::move(written));
       cst = data.ok() ? WriteCatalog(dst + "/" + kCatalogFileName, *data) : data.status();
     } else {
-      auto cat = RefreshCatalog(dst, opts.jobs);
+      auto cat = RefreshCatalog(dst, opts.jobs, forget_missing);
       cst = cat.status();
     }
     if (!cst.ok()) return fail(cst.WithPrefix("shards are complete but the catalog failed"));
+  }
+
+  if (const int sig = interrupt.signal().load(); sig != 0) {
+    std::fprintf(stderr,
+                 "mkpack pack: %s arrived after the last shard was written; %s is complete "
+                 "(%zu members packed in this run)\n",
+                 InterruptName(sig), dst.c_str(), list.inputs.size());
+    return 128 + sig;
   }
 
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -262,9 +432,18 @@ void RegisterPack(CLI::App& app, int* exit_code) {
       "Shards are written as .pack-NNNN.zip.tmp and renamed when complete. A DST that already "
       "holds shards is refused unless --append (new shards; an existing key is an error) or "
       "--resume (continue after the last complete shard; leftover temp files are removed).\n"
-      "Exit status: 0 ok, 1 packed but some --files-from entries were missing (--missing skip), "
-      "2 usage or I/O error.");
-  sub->add_option("paths", args->paths, "SRC DST (with --files-from: [SRC] DST)")->required()->expected(1, 2);
+      "DST may be neither SRC nor inside it nor around it; it is created with its parents.\n"
+      "SIGINT or SIGTERM stops the run between members, keeping the complete shards; --resume "
+      "continues it.\n"
+      "Exit status: 0 ok, 1 nothing to pack or some --files-from entries were missing "
+      "(--missing skip), 2 usage or I/O error, 130/143 stopped by SIGINT/SIGTERM.");
+  sub->add_option("SRC", args->src,
+                  "the directory to pack (with --files-from: optional, where relative paths in "
+                  "the list start)")
+      ->type_name("");
+  sub->add_option("DST", args->dst,
+                  "the pack directory to write (created with its parents if missing)")
+      ->type_name("");
   AddShardLimitOptions(sub, &args->limits, /*members_and_align=*/true);
   sub->add_option("--group-by", args->group_by,
                   "keep groups in one shard: none; dir (same parent directory); stem (WebDataset "

@@ -2,6 +2,7 @@
 // size} a loader can read directly, for a local pack directory or a remote one (the path is then
 // the shard's URL, for a ranged GET).
 #include <cstdio>
+#include <filesystem>
 #include <map>
 
 #include "core/json.h"
@@ -79,6 +80,13 @@ int ResolveOne(const PackSet& set, const std::string& where, const std::string& 
     return kExitError;
   }
   std::string path = set.ShardFilePath(n.shard);
+  if (!IsRemoteLocation(where)) {
+    // A loader opens this path from its own working directory: give it one that works anywhere.
+    std::error_code ec;
+    std::filesystem::path abs = std::filesystem::canonical(path, ec);
+    if (ec) abs = std::filesystem::absolute(path, ec).lexically_normal();
+    if (!ec) path = abs.string();
+  }
   if (json) {
     std::printf("{\"key\": %s, \"path\": %s, \"shard\": %s, \"offset\": %llu, \"size\": %llu, "
                 "\"crc32\": \"%s\", \"ref\": %s}\n",
@@ -105,8 +113,9 @@ void RegisterResolve(CLI::App& app, int* exit_code) {
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
       "resolve",
-      "Print where a member's bytes are: shard file (or URL), data offset, size and CRC-32 "
-      "(tab-separated: PATH OFFSET SIZE CRC32), for a key or a zip://KEY::SHARD reference.");
+      "Print where a member's bytes are: shard file (its absolute path, or URL), data offset, "
+      "size and CRC-32 (tab-separated: PATH OFFSET SIZE CRC32), for a key or a zip://KEY::SHARD "
+      "reference.");
   cmd->add_option("dir", opts->dir,
                   "pack directory, or its https:// or s3:// URL (omitted with --root)");
   cmd->add_option("items", opts->items, "keys or blob references");

@@ -1,4 +1,5 @@
 // `mkpack unpack DIR OUT`: writes every member as a file under OUT, byte-identical.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -25,11 +26,17 @@ void RegisterUnpack(CLI::App& app, int* exit_code) {
   cmd->add_flag("-f,--force", opts->force, "replace existing files");
   cmd->add_option("-j,--jobs", opts->jobs, "files written in parallel (default: one per core)");
   cmd->callback([opts, exit_code] {
-    auto ps = OpenPackSetForCli("unpack", opts->dir);
+    auto ps = PackSet::Open(opts->dir, {});
     if (!ps.ok()) {
       PrintError("unpack", ps.status());
       *exit_code = kExitError;
       return;
+    }
+    // Members refused while indexing are reported once, below, as skipped; the other warnings
+    // (a stale catalog) only here.
+    const auto& refused = (*ps)->catalog().problems();
+    for (const auto& w : (*ps)->warnings()) {
+      if (std::find(refused.begin(), refused.end(), w) == refused.end()) PrintWarning("unpack", w);
     }
     auto t0 = std::chrono::steady_clock::now();
     auto rep = UnpackPackSet(**ps, opts->out, UnpackOptions{opts->force, opts->jobs});

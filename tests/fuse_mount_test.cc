@@ -284,6 +284,19 @@ TEST_F(MountErrorTest, BrokenShard) {
   ExpectFailure({tmp_ / "bad/media"}, tmp_ / "mnt", "pack-0000.zip");
 }
 
+// The catalog lists a shard that is gone: the mount fails naming it (serving the rest would hide
+// its members without a word), and says how to go on.
+TEST_F(MountErrorTest, CatalogListsAMissingShard) {
+  auto cat = testing::Run({testing::MkpackPath(), "catalog", tmp_ / "good/media"});
+  ASSERT_EQ(cat.exit_code, 0) << cat.err;
+  ASSERT_EQ(::unlink((tmp_ / "good/media/pack-0002.zip").c_str()), 0);
+  ExpectFailure({tmp_ / "good/media"}, tmp_ / "mnt", "media/pack-0002.zip (");
+  ExpectFailure({tmp_ / "good/media"}, tmp_ / "mnt", "--forget-missing");
+  // Ignoring the catalog serves what is there, as asked.
+  Mount none({tmp_ / "good/media"}, tmp_ / "mnt", {"--catalog", "none"});
+  EXPECT_TRUE(none.ok()) << none.result().err;
+}
+
 TEST_F(MountErrorTest, CollidingSources) {
   ASSERT_EQ(testing::Run({"cp", "-a", tmp_ / "good", tmp_ / "copy"}).exit_code, 0);
   ExpectFailure({tmp_ / "good/media", tmp_ / "copy/media"}, tmp_ / "mnt", "img/0000.jpg");

@@ -335,6 +335,203 @@ TEST(MkpackCliTest, UsageErrorsExitTwo) {
   EXPECT_NE(v.out.find("mkpack"), std::string::npos);
 }
 
+// An unknown command word is named as such, with the commands there are (not CLI11's "A
+// subcommand is required", which points at the wrong mistake).
+TEST(MkpackCliTest, UnknownCommandIsNamedWithTheCommandsThereAre) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"bogus"}, std::vector<std::string>{"bogus", "media"}}) {
+    RunResult r = Mkpack(args);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("unknown command 'bogus'"), std::string::npos) << r.err;
+    for (const char* cmd :
+         {"pack", "catalog", "verify", "ls", "unpack", "resolve", "convert-wds"}) {
+      EXPECT_NE(r.err.find(cmd), std::string::npos) << cmd << " not listed: " << r.err;
+    }
+    EXPECT_EQ(r.err.find("A subcommand is required"), std::string::npos) << r.err;
+  }
+  RunResult none = Mkpack({});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("verify"), std::string::npos) << none.err;
+  // Real commands and the top-level flags still work.
+  EXPECT_EQ(Mkpack({"--help"}).exit_code, 0);
+  EXPECT_EQ(Mkpack({"verify", "--help"}).exit_code, 0);
+}
+
+// Nothing to verify is not OK: an empty folder, a source folder, a pack that died before its
+// first shard. Each says what verify looked for, or that `mkpack pack --resume` continues.
+TEST(MkpackCliTest, VerifyWithoutShardsFailsSayingWhatItLookedFor) {
+  TempDir tmp;
+  fs::create_directories(tmp / "empty");
+  testing::WriteFile(tmp / "photos/a.jpg", "jpeg");
+  testing::WriteFile(tmp / "photos/sub/b.txt", "text");
+  for (const char* dir : {"empty", "photos", "photos/"}) {
+    SCOPED_TRACE(dir);
+    RunResult r = Mkpack({"verify", tmp / dir});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_EQ(r.out.find("OK"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("holds no shards"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("pack-NNNN.zip"), std::string::npos) << r.out;
+    RunResult j = Mkpack({"verify", "--json", tmp / dir});
+    EXPECT_EQ(j.exit_code, 1);
+    EXPECT_NE(j.out.find("\"ok\": false"), std::string::npos) << j.out;
+  }
+  // A pack that stopped before its first shard was renamed into place.
+  testing::WriteFile(tmp / "died/.pack-0000.zip.tmp", "half a shard");
+  RunResult d = Mkpack({"verify", tmp / "died"});
+  EXPECT_EQ(d.exit_code, 1) << d.out << d.err;
+  EXPECT_NE(d.out.find(".pack-0000.zip.tmp"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("mkpack pack --resume"), std::string::npos) << d.out;
+}
+
+// A complete shard beside a leftover temp shard of an interrupted `mkpack pack`: the set is
+// incomplete, and verify says so and how to finish it.
+TEST(MkpackCliTest, VerifyReportsTheLeftoversOfAnInterruptedPack) {
+  TempDir tmp;
+  testing::WriteFile(tmp / "src/a.txt", "a");
+  ASSERT_EQ(Mkpack({"pack", tmp / "src", tmp / "media"}).exit_code, 0);
+  ASSERT_EQ(Mkpack({"verify", tmp / "media"}).exit_code, 0);
+  testing::WriteFile(tmp / "media/.pack-0001.zip.tmp", "the shard being written");
+  RunResult r = Mkpack({"verify", tmp / "media"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find(tmp / "media/.pack-0001.zip.tmp"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("mkpack pack --resume"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("FAILED"), std::string::npos) << r.out;
+}
+
+// Following verify's advice never drops data silently: a missing shard is named with how many
+// members it held, a plain refresh refuses to forget it, `ls` and `unpack` refuse the set, and
+// only `mkpack catalog --forget-missing` drops it. A changed shard keeps the plain advice.
+TEST(MkpackCliTest, AMissingShardIsNeverDroppedSilently) {
+  TempDir tmp;
+  std::string media = CopyCase(tmp, "multi-shard");
+  ASSERT_EQ(Mkpack({"catalog", media}).exit_code, 0);
+  size_t in_shard1 = 0;
+  for (const auto& l : Lines(testing::ReadFile(testing::FixturesDir() +
+                                               "/interop/multi-shard/refs.txt"))) {
+    if (l.ends_with("::media/pack-0001.zip")) ++in_shard1;
+  }
+  ASSERT_GT(in_shard1, 0u);
+  const std::string members = "(" + std::to_string(in_shard1) + " members)";
+  fs::remove(media + "/pack-0001.zip");
+
+  RunResult v = Mkpack({"verify", media});
+  EXPECT_EQ(v.exit_code, 1) << v.out << v.err;
+  EXPECT_NE(v.out.find("media/pack-0001.zip " + members), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("mkpack catalog --forget-missing " + media), std::string::npos) << v.out;
+  EXPECT_EQ(v.out.find("`mkpack catalog " + media + "`"), std::string::npos)
+      << "a plain refresh would drop the members:\n" << v.out;
+
+  RunResult refresh = Mkpack({"catalog", media});
+  EXPECT_EQ(refresh.exit_code, 1) << refresh.out << refresh.err;
+  EXPECT_NE(refresh.err.find("media/pack-0001.zip " + members), std::string::npos) << refresh.err;
+  EXPECT_NE(refresh.err.find("--forget-missing"), std::string::npos) << refresh.err;
+  RunResult check = Mkpack({"catalog", "--check", media});
+  EXPECT_EQ(check.exit_code, 1);
+  EXPECT_NE(check.out.find("--forget-missing"), std::string::npos) << check.out;
+  // Nothing was forgotten: verify still fails, and so do the readers, naming the shard.
+  EXPECT_EQ(Mkpack({"verify", media}).exit_code, 1);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"ls", media},
+        std::vector<std::string>{"unpack", media, tmp / "out"},
+        std::vector<std::string>{"resolve", media, "img/0000.jpg"}}) {
+    RunResult r = Mkpack(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find("pack-0001.zip"), std::string::npos) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("--forget-missing"), std::string::npos) << args[0] << ": " << r.err;
+  }
+
+  RunResult forget = Mkpack({"catalog", "--forget-missing", media});
+  EXPECT_EQ(forget.exit_code, 0) << forget.out << forget.err;
+  EXPECT_NE(forget.err.find("forgot " + media + "/pack-0001.zip: " + std::to_string(in_shard1)),
+            std::string::npos)
+      << forget.err;
+  RunResult ok = Mkpack({"verify", media});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+
+  // A changed shard: the plain refresh is the right advice, and loses nothing.
+  fs::remove(media + "/pack-0004.zip");
+  fs::copy_file(testing::FixturesDir() + "/interop/junk-prefix/media/pack-0000.zip",
+                media + "/pack-0004.zip");
+  RunResult stale = Mkpack({"verify", media});
+  EXPECT_EQ(stale.exit_code, 1);
+  EXPECT_NE(stale.out.find("`mkpack catalog " + media + "`"), std::string::npos) << stale.out;
+  EXPECT_EQ(stale.out.find("--forget-missing"), std::string::npos) << stale.out;
+  EXPECT_EQ(Mkpack({"catalog", media}).exit_code, 0);
+  EXPECT_EQ(Mkpack({"verify", media}).exit_code, 0);
+}
+
+// Writes a STORED zip with Python's zipfile: one member per key, its content the key itself.
+void PythonZip(const std::string& path, const std::vector<std::string>& keys) {
+  std::vector<std::string> argv = {"python3", "-c",
+                                   "import sys, zipfile\n"
+                                   "with zipfile.ZipFile(sys.argv[1], 'w') as z:\n"
+                                   "    for k in sys.argv[2:]: z.writestr(k, k)\n",
+                                   path};
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  fs::create_directories(fs::path(path).parent_path());
+  RunResult r = Run(argv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
+// "a" is a file and "a/b" makes it a directory too: catalog, ls, unpack and the mount refuse
+// such a set, so verify reports it (naming both keys), in one shard or across two.
+TEST(MkpackCliTest, VerifyReportsAKeyThatIsAFileAndADirectory) {
+  TempDir tmp;
+  PythonZip(tmp / "one/media/pack-0000.zip", {"a", "a/b", "c.txt"});
+  PythonZip(tmp / "two/media/pack-0000.zip", {"x/a", "c.txt"});
+  PythonZip(tmp / "two/media/pack-0001.zip", {"x/a/b/d.bin"});
+  for (const char* set : {"one", "two"}) {
+    SCOPED_TRACE(set);
+    const std::string media = tmp / (std::string(set) + "/media");
+    const std::string file = set == std::string("one") ? "a" : "x/a";
+    const std::string below = set == std::string("one") ? "a/b" : "x/a/b/d.bin";
+    RunResult r = Mkpack({"verify", media});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_NE(r.out.find("key " + file + " "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("key " + below), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("FAILED: 1 problems"), std::string::npos) << r.out;
+    // What verify now reports is what the readers refuse.
+    EXPECT_EQ(Mkpack({"ls", media}).exit_code, 2);
+  }
+}
+
+// Members refused while indexing are reported once by unpack, not once as a warning and again
+// as skipped.
+TEST(MkpackCliTest, UnpackReportsEachRefusedMemberOnce) {
+  TempDir tmp;
+  RunResult r = Mkpack({"unpack", testing::FixturesDir() + "/interop/bad/hostile-names/media",
+                        tmp / "out"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  for (const char* name : {"../escape.bin", "/abs.bin", "ok/../../x.bin"}) {
+    size_t n = 0;
+    for (const auto& l : Lines(r.err)) {
+      if (l.find(name) != std::string::npos) ++n;
+    }
+    EXPECT_EQ(n, 1u) << name << " reported " << n << " times:\n" << r.err;
+  }
+}
+
+// resolve prints the shard's absolute path (text and --json), whatever directory it was run
+// from and however the pack directory was named, so a loader can open it from anywhere.
+TEST(MkpackCliTest, ResolvePrintsAnAbsoluteShardPath) {
+  TempDir tmp;
+  std::string media = CopyCase(tmp, "multi-shard");
+  const std::string shard = fs::canonical(media + "/pack-0000.zip").string();
+  RunResult r = testing::Sh("cd '" + tmp.path() + "/multi-shard' && '" + testing::MkpackPath() +
+                            "' resolve ./media/ img/0000.jpg");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\t')), shard) << r.out;
+  RunResult j = testing::Sh("cd '" + tmp.path() + "/multi-shard' && '" + testing::MkpackPath() +
+                            "' resolve --json media img/0000.jpg");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_NE(j.out.find("\"path\": \"" + shard + "\""), std::string::npos) << j.out;
+  // Through a symlinked directory the path is the real one.
+  fs::create_symlink(media, tmp / "link");
+  RunResult l = Mkpack({"resolve", tmp / "link", "img/0000.jpg"});
+  ASSERT_EQ(l.exit_code, 0) << l.err;
+  EXPECT_EQ(l.out.substr(0, l.out.find('\t')), shard) << l.out;
+}
+
 // The shard limits are parsed alike and strictly by every packing subcommand: a malformed value
 // exits 2 naming the flag and the value, and nothing is written.
 TEST(MkpackCliTest, MalformedShardLimitsAreRefusedByEveryPackingCommand) {

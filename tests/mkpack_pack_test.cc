@@ -3,15 +3,20 @@
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/catalog.h"
@@ -536,6 +541,270 @@ TEST(MkpackPackTest, DiskFullRemovesThePartialShard) {
   EXPECT_TRUE(Temps(tmp / "small/media").empty());
   for (const std::string& s : Shards(tmp / "small/media")) ExpectToolsAccept(tmp / ("small/media/" + s));
   ::umount2((tmp / "small").c_str(), MNT_DETACH);
+}
+
+// DST must be neither SRC nor inside it (the next run would pack its own shards) nor around it,
+// however the paths are spelled: compared canonically, refused with exit 2, nothing written.
+TEST(MkpackPackTest, RefusesADstThatIsSrcOrInsideItOrAroundIt) {
+  t::TempDir tmp;
+  t::WriteFile(tmp / "photos/a.jpg", "jpeg");
+  t::WriteFile(tmp / "photos/sub/b.jpg", "jpeg");
+  fs::create_directories(tmp / "outer/photos");
+  t::WriteFile(tmp / "outer/photos/c.jpg", "jpeg");
+  fs::create_symlink(tmp / "photos", tmp / "link");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {tmp / "photos", tmp / "photos"},
+      {tmp / "photos/", tmp / "photos/."},
+      {tmp / "photos", tmp / "photos/media"},
+      {tmp / "photos", tmp / "photos/sub/media"},
+      {tmp / "link", tmp / "photos/media"},
+      {tmp / "photos", tmp / "link/media"},
+      {tmp / "outer/photos", tmp / "outer"},
+  };
+  for (const auto& [src, dst] : cases) {
+    SCOPED_TRACE(src + " -> " + dst);
+    t::RunResult r = Pack({src, dst});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_TRUE(r.err.find("inside") != std::string::npos ||
+                r.err.find("same directory") != std::string::npos)
+        << r.err;
+    EXPECT_FALSE(fs::exists(tmp / "photos/media"));
+    EXPECT_FALSE(fs::exists(tmp / "photos/sub/media"));
+    EXPECT_TRUE(Shards(tmp / "photos").empty());
+    EXPECT_TRUE(Shards(tmp / "outer").empty());
+  }
+  // Beside each other is fine; so is a file list whose paths start in the directory above DST.
+  EXPECT_EQ(Pack({tmp / "photos", tmp / "photos-media"}).exit_code, 0);
+  EXPECT_EQ(Pack({"--files-from", "-", tmp.path(), tmp / "listed"}, "photos/a.jpg\n").exit_code, 0);
+}
+
+// An empty source packs nothing: exit 1, "nothing to pack" naming SRC, and no DST left behind.
+TEST(MkpackPackTest, EmptySourceSaysNothingToPackAndWritesNothing) {
+  t::TempDir tmp;
+  fs::create_directories(tmp / "empty/sub");
+  t::RunResult r = Pack({tmp / "empty", tmp / "out"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("nothing to pack"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(tmp / "empty"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("catalog"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(tmp / "out"));
+  t::RunResult deep = Pack({tmp / "empty", tmp / "a/b/out"});
+  EXPECT_EQ(deep.exit_code, 1) << deep.err;
+  EXPECT_FALSE(fs::exists(tmp / "a"));
+  t::RunResult list = Pack({"--files-from", "-", tmp / "empty", tmp / "out"}, "\n");
+  EXPECT_EQ(list.exit_code, 1) << list.err;
+  EXPECT_NE(list.err.find("nothing to pack"), std::string::npos) << list.err;
+  EXPECT_FALSE(fs::exists(tmp / "out"));
+}
+
+// DST's missing parents are created, like mkdir -p.
+TEST(MkpackPackTest, CreatesTheParentsOfDst) {
+  t::TempDir tmp;
+  t::WriteFile(tmp / "src/a.txt", "a");
+  t::RunResult r = Pack({tmp / "src", tmp / "a/b/media"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Shards(tmp / "a/b/media"), std::vector<std::string>{"pack-0000.zip"});
+  EXPECT_EQ(t::Run({t::MkpackPath(), "verify", tmp / "a/b/media"}).exit_code, 0);
+}
+
+// Many members over --max-pack-bytes make one note with a count and the first few names.
+TEST(MkpackPackTest, OversizedMembersAreSummarizedInOneNote) {
+  t::TempDir tmp;
+  for (int i = 0; i < 30; ++i) {
+    t::WriteFile(tmp / ("src/f" + std::to_string(100 + i) + ".bin"), t::RandomBytes(1000, i));
+  }
+  t::RunResult r = Pack({tmp / "src", tmp / "media", "--max-pack-bytes", "100", "--no-catalog"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  size_t notes = 0;
+  std::istringstream in(r.err);
+  std::string line, note;
+  while (std::getline(in, line)) {
+    if (line.find("larger than") != std::string::npos) {
+      ++notes;
+      note = line;
+    }
+  }
+  EXPECT_EQ(notes, 1u) << r.err;
+  EXPECT_NE(note.find("30 members"), std::string::npos) << note;
+  EXPECT_NE(note.find("f100.bin"), std::string::npos) << note;
+  EXPECT_NE(note.find("and 25 more"), std::string::npos) << note;
+  EXPECT_EQ(Shards(tmp / "media").size(), 30u);
+}
+
+// The help names the positionals SRC and DST, with no CLI11 artifacts.
+TEST(MkpackPackTest, HelpNamesSrcAndDst) {
+  t::RunResult r = t::Run({t::MkpackPath(), "pack", "--help"});
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.find("paths TEXT"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("(1x)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[OPTIONS] [SRC] [DST]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n  SRC "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n  DST "), std::string::npos) << r.out;
+}
+
+// Paths in messages are tidy however DST was typed ("media/" names media/pack-0000.zip).
+TEST(MkpackPackTest, MessagesNameShardsWithoutDoubleSlashes) {
+  t::TempDir tmp;
+  t::WriteFile(tmp / "src/a.txt", "a");
+  ASSERT_EQ(Pack({tmp / "src", tmp / "media"}).exit_code, 0);
+  for (const std::string& dst : {tmp / "media/", tmp / "media//"}) {
+    t::RunResult r = Pack({tmp / "src", dst, "--append"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find(tmp / "media/pack-0000.zip"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("//"), std::string::npos) << r.err;
+  }
+}
+
+// Every unsafe name is listed (up to 20, then how many more) before anything is written.
+TEST(MkpackPackTest, UnsafeNamesAreAllListedBeforeAnythingIsWritten) {
+  t::TempDir tmp;
+  t::WriteFile(tmp / "src/ok.txt", "ok");
+  for (int i = 0; i < 25; ++i) {
+    t::WriteFile(tmp / ("src/d" + std::to_string(i % 3) + "/bad\\" + std::to_string(i) + ".txt"),
+                 "bad");
+  }
+  t::WriteFile(tmp / "src/ trailing space.txt", "bad");
+  t::RunResult r = Pack({tmp / "src", tmp / "media"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("26 files have unsafe keys"), std::string::npos) << r.err;
+  size_t listed = 0;
+  std::istringstream in(r.err);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with("  ") && line.find(tmp / "src/") != std::string::npos) ++listed;
+  }
+  EXPECT_EQ(listed, 20u) << r.err;
+  EXPECT_NE(r.err.find("and 6 more"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("backslash"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(tmp / "media"));
+  // A file list: every unsafe key, each with its line.
+  t::RunResult l = Pack({"--files-from", "-", tmp / "src", tmp / "media"},
+                        "ok.txt\n../up.txt\tok.txt\nz.txt\tok.txt\nx//y\tok.txt\n");
+  EXPECT_EQ(l.exit_code, 2);
+  EXPECT_NE(l.err.find("2 files have unsafe keys"), std::string::npos) << l.err;
+  EXPECT_NE(l.err.find("line 2"), std::string::npos) << l.err;
+  EXPECT_NE(l.err.find("line 4"), std::string::npos) << l.err;
+  EXPECT_FALSE(fs::exists(tmp / "media"));
+}
+
+// Once a pack set's catalog lists a shard that is gone, --append refuses before writing (the
+// refresh after it would drop that shard's members); --resume that packs them again is fine.
+TEST(MkpackPackTest, AppendRefusesWhileTheCatalogListsAMissingShard) {
+  t::TempDir tmp;
+  MakeTree(tmp / "src", 40, 1000, 3000);
+  ASSERT_EQ(Pack({tmp / "src", tmp / "media", "--max-pack-bytes", "30000"}).exit_code, 0);
+  std::vector<std::string> before = Shards(tmp / "media");
+  ASSERT_GT(before.size(), 2u);
+  fs::remove(tmp / "media/pack-0001.zip");
+  t::WriteFile(tmp / "src2/new.txt", "new");
+  t::RunResult r = Pack({tmp / "src2", tmp / "media", "--append"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("pack-0001.zip"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--forget-missing"), std::string::npos) << r.err;
+  EXPECT_EQ(Shards(tmp / "media").size(), before.size() - 1);
+  // --resume packs the lost members again: nothing is lost, the catalog is refreshed.
+  t::RunResult res = Pack({tmp / "src", tmp / "media", "--resume", "--max-pack-bytes", "30000"});
+  ASSERT_EQ(res.exit_code, 0) << res.err;
+  t::RunResult v = t::Run({t::MkpackPath(), "verify", tmp / "media"});
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+}
+
+// Starts mkpack with its stderr going to `err_file`; SIGINT and SIGTERM at their defaults.
+pid_t SpawnMkpack(const std::vector<std::string>& args, const std::string& err_file) {
+  std::vector<std::string> argv = {t::MkpackPath()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, deflt;
+  sigemptyset(&none);
+  sigemptyset(&deflt);
+  sigaddset(&deflt, SIGINT);
+  sigaddset(&deflt, SIGTERM);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &deflt);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, cargv[0], &fa, &attr, cargv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  return rc == 0 ? pid : -1;
+}
+
+// Packs a source large enough to be stopped half way: sends `sig` once the first shard is
+// complete. A run that finished first is repeated with a larger source. Returns the exit code
+// of the interrupted run (its stderr in *err).
+int PackAndInterrupt(const t::TempDir& tmp, int sig, std::string* err) {
+  for (int files = 600;; files *= 4) {
+    fs::remove_all(tmp / "src");
+    fs::remove_all(tmp / "media");
+    MakeTree(tmp / "src", files, 8000, 24000, 8);
+    pid_t pid = SpawnMkpack({"pack", tmp / "src", tmp / "media", "--max-pack-bytes", "64K",
+                             "--jobs", "2"},
+                            tmp / "err.txt");
+    EXPECT_GT(pid, 0);
+    if (pid <= 0) return -1;
+    int status = 0;
+    pid_t done = 0;
+    while (!fs::exists(tmp / "media/pack-0000.zip") &&
+           (done = ::waitpid(pid, &status, WNOHANG)) == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (done == 0) {
+      ::kill(pid, sig);
+      ::waitpid(pid, &status, 0);
+    }
+    *err = t::ReadFile(tmp / "err.txt");
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+    if (code == 0 && files < 40000) continue;  // finished before the signal: more files
+    return code;
+  }
+}
+
+// SIGINT and SIGTERM stop `mkpack pack` between members: it says how many shards and members
+// are complete and that --resume continues, exits 128 + the signal, and leaves complete, valid
+// shards plus the unfinished one as a temp file, from which --resume finishes a set that
+// verifies.
+void CheckInterruptAndResume(int sig, const std::string& name) {
+  t::TempDir tmp;
+  std::string err;
+  int code = PackAndInterrupt(tmp, sig, &err);
+  ASSERT_EQ(code, 128 + sig) << err;
+  EXPECT_NE(err.find("interrupted by " + name), std::string::npos) << err;
+  EXPECT_NE(err.find("mkpack pack --resume"), std::string::npos) << err;
+  std::vector<std::string> done = Shards(tmp / "media");
+  EXPECT_FALSE(done.empty());
+  EXPECT_NE(err.find(": " + std::to_string(done.size()) + " of "), std::string::npos)
+      << done.size() << " shards on disk:\n" << err;
+  // The unfinished shard stays a temp file, so verify reads the set as incomplete.
+  const std::vector<std::string> temps = Temps(tmp / "media");
+  ASSERT_EQ(temps.size(), 1u);
+  EXPECT_NE(err.find(temps[0]), std::string::npos) << err;
+  t::RunResult incomplete = t::Run({t::MkpackPath(), "verify", tmp / "media"});
+  EXPECT_EQ(incomplete.exit_code, 1) << incomplete.out;
+  EXPECT_NE(incomplete.out.find("mkpack pack --resume"), std::string::npos) << incomplete.out;
+  for (const std::string& s : done) ExpectToolsAccept(tmp / ("media/" + s));
+  t::RunResult res = Pack({tmp / "src", tmp / "media", "--resume", "--max-pack-bytes", "64K"});
+  ASSERT_EQ(res.exit_code, 0) << res.err;
+  EXPECT_TRUE(Temps(tmp / "media").empty());
+  EXPECT_GT(Shards(tmp / "media").size(), done.size());
+  t::RunResult v = t::Run({t::MkpackPath(), "verify", tmp / "media"});
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+  ExpectExtractsTo(tmp / "media", tmp / "src", tmp / "out");
+}
+
+TEST(MkpackPackTest, SigintStopsBetweenMembersAndResumeFinishes) {
+  CheckInterruptAndResume(SIGINT, "SIGINT");
+}
+
+TEST(MkpackPackTest, SigtermStopsBetweenMembersAndResumeFinishes) {
+  CheckInterruptAndResume(SIGTERM, "SIGTERM");
 }
 
 TEST(MkpackPackTest, MemberOver4GiBMakesAValidZip64Shard) {

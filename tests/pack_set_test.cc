@@ -381,9 +381,30 @@ TEST_F(StaleTest, AppendedJunkFailsNamingTheShard) {
   EXPECT_TRUE(Contains(a.status().message(), "media/pack-0001.zip")) << a.status().message();
 }
 
-TEST_F(StaleTest, DeletedShard) {
+// A shard the catalog lists is gone: serving the rest would hide its members without a word, so
+// the open fails (with or without --catalog require) naming the shard, how many members it held,
+// and both ways on; ignoring the catalog still serves what is there.
+TEST_F(StaleTest, DeletedShardFailsTheOpenNamingIt) {
   ASSERT_EQ(::unlink((dir_ + "/pack-0002.zip").c_str()), 0);
-  ExpectStale("media/pack-0002.zip was removed");
+  for (Use use : {Use::kAuto, Use::kRequire}) {
+    PackSetOptions opts;
+    opts.catalog_use = use;
+    auto r = PackSet::Open(dir_, opts);
+    ASSERT_FALSE(r.ok());
+    const std::string& msg = r.status().message();
+    EXPECT_TRUE(Contains(msg, "media/pack-0002.zip (2 members)")) << msg;
+    EXPECT_TRUE(Contains(msg, "restore it")) << msg;
+    EXPECT_TRUE(Contains(msg, "mkpack catalog --forget-missing " + dir_)) << msg;
+  }
+  auto none = OpenOk(dir_, Use::kNone);
+  ASSERT_TRUE(none);
+  EXPECT_EQ(ReadAll(*none).size(), 5u);
+  // Dropping it on purpose makes the set whole again.
+  auto forget = RefreshCatalog(dir_, 1, /*forget_missing=*/true);
+  ASSERT_TRUE(forget.ok()) << forget.status().ToString();
+  auto ps = OpenOk(dir_, Use::kRequire);
+  ASSERT_TRUE(ps);
+  EXPECT_EQ(ReadAll(*ps).size(), 5u);
 }
 
 TEST_F(StaleTest, AddedShard) {
@@ -545,8 +566,23 @@ TEST(PackSetTest, RefreshReusesUnchangedShardsAndDropsRemovedOnes) {
   ASSERT_EQ(::unlink((dir + "/pack-0002.zip").c_str()), 0);
   MakePackSet(dir, {{{"new/a.bin", "aaa"}}}, 3);
   Touch(dir + "/pack-0001.zip", 1600000000);  // mtime changed: re-read, not reused
-  auto third = RefreshCatalog(dir, 2);
+  // Dropping the removed shard's members takes an explicit forget_missing; without it the
+  // refresh refuses, names the shard and its member count, and writes nothing.
+  auto refused = RefreshCatalog(dir, 2);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kStale);
+  EXPECT_TRUE(Contains(refused.status().message(), "media/pack-0002.zip (2 members)"))
+      << refused.status().message();
+  EXPECT_TRUE(Contains(refused.status().message(), "--forget-missing"))
+      << refused.status().message();
+  auto kept = Catalog::Open(dir + "/" + kCatalogFileName);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ((*kept)->shards().size(), 3u);
+  auto third = RefreshCatalog(dir, 2, /*forget_missing=*/true);
   ASSERT_TRUE(third.ok()) << third.status().ToString();
+  ASSERT_EQ(third->forgotten.size(), 1u);
+  EXPECT_EQ(third->forgotten[0].name, "pack-0002.zip");
+  EXPECT_EQ(third->forgotten[0].members, 2u);
   EXPECT_EQ(third->report.shards_reused, 1u);
   EXPECT_EQ(third->report.shards_indexed, 2u);
   EXPECT_EQ(third->shard_count, 3u);
