@@ -134,6 +134,15 @@ Result<SourceArg> CheckSource(const std::string& path) {
   return SourceArg{real.parent_path().string(), real.filename().string()};
 }
 
+// `path` made absolute against the current directory, which the daemon leaves (chdir("/")) before
+// it opens anything: every path option goes through here before the fork. "" stays "".
+std::string AbsolutePath(const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  std::error_code ec;
+  std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  return ec ? path : abs.lexically_normal().string();
+}
+
 // Everything resolved from the command line, before any fork.
 struct Plan {
   std::vector<std::string> sources;  // absolute
@@ -231,7 +240,7 @@ Result<Plan> MakePlan(const Cli& cli) {
                                      "SOURCE");
     }
     plan.pack.catalog_use = PackSetOptions::CatalogUse::kRequire;
-    plan.pack.catalog_path = catalog;
+    plan.pack.catalog_path = AbsolutePath(catalog);
   }
   if (cli.lerobot && cli.no_lerobot) {
     return Status::InvalidArgument("--lerobot and --no-lerobot contradict each other");
@@ -244,10 +253,7 @@ Result<Plan> MakePlan(const Cli& cli) {
   if (!cli.region.empty()) plan.remote.s3.region = cli.region;
   if (cli.anonymous) plan.remote.s3.anonymous = true;
   if (cli.max_connections > 0) plan.remote.http.max_connections = cli.max_connections;
-  if (!cli.cache_dir.empty()) {
-    std::error_code ec;
-    plan.remote.cache_dir = std::filesystem::absolute(cli.cache_dir, ec).string();
-  }
+  plan.remote.cache_dir = AbsolutePath(cli.cache_dir);
   if (!cli.cache_size.empty()) {
     Result<uint64_t> n = ParseByteSize(cli.cache_size);
     if (!n.ok()) return n.status().WithPrefix("--cache-size");
@@ -255,10 +261,7 @@ Result<Plan> MakePlan(const Cli& cli) {
   } else {
     plan.remote.read.memory_bytes = DefaultMemoryCacheBytes();
   }
-  if (!cli.disk_cache.empty()) {
-    std::error_code ec;
-    plan.remote.read.disk_dir = std::filesystem::absolute(cli.disk_cache, ec).string();
-  }
+  plan.remote.read.disk_dir = AbsolutePath(cli.disk_cache);
   if (!cli.disk_cache_size.empty()) {
     if (cli.disk_cache.empty()) {
       return Status::InvalidArgument("--disk-cache-size needs --disk-cache DIR");

@@ -145,6 +145,31 @@ TEST_F(RemoteMountTest, HttpMountServesEveryFileByteForByte) {
   EXPECT_TRUE(cached);
 }
 
+// --cache-dir and --disk-cache relative to where packfs ran: the daemon leaves that directory,
+// so they must be made absolute before it does.
+TEST_F(RemoteMountTest, RelativeCacheDirectories) {
+  auto r = testing::Sh("cd '" + mnt_dir_.path() + "' && '" + testing::PackfsPath() +
+                       "' --cache-dir cache --disk-cache dcache '" + server_->url() +
+                       "/media' mnt </dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(testing::IsMounted(Mnt()));
+  std::string bytes;
+  EXPECT_EQ(ReadAll(Mnt() + "/small/exact20k.bin", &bytes), 0);
+  EXPECT_TRUE(bytes == testing::ReadFile(*tmp_ / "src/small/exact20k.bin"));
+  EXPECT_EQ(testing::Run({"fusermount3", "-u", Mnt()}).exit_code, 0);
+  ASSERT_TRUE(testing::WaitMounted(Mnt(), false));
+  size_t catalogs = 0, cached = 0;
+  for (const auto& e : fs::directory_iterator(mnt_dir_ / "cache")) {
+    catalogs += e.path().filename().string().rfind("media-", 0) == 0;
+  }
+  for (const auto& e : fs::recursive_directory_iterator(mnt_dir_ / "dcache")) {
+    cached += e.is_regular_file();
+  }
+  EXPECT_EQ(catalogs, 2u);  // the catalog and its sidecar
+  EXPECT_GT(cached, 0u);
+  EXPECT_FALSE(fs::exists("/cache") || fs::exists("/dcache"));
+}
+
 TEST_F(RemoteMountTest, FfprobeReadsAnMp4Member) {
   if (!fs::exists(*tmp_ / "src/video/clip.mp4") || !testing::HasCommand("ffprobe")) {
     GTEST_SKIP() << "no ffmpeg/ffprobe";
