@@ -9,6 +9,7 @@
 // sources, mounts and reports over a pipe from the kernel's INIT (or sends its error); the parent
 // waits for that one message, prints any error and exits with the child's verdict. Forking comes
 // before anything opens SQLite or starts threads, so the child never inherits either.
+#include <dirent.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <sys/stat.h>
@@ -26,6 +27,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "git_rev.h"
@@ -110,6 +112,23 @@ Result<std::string> CheckMountpoint(const std::string& path) {
   return real;
 }
 
+// True when directory `path` holds anything besides "." and ".." (false when it cannot be read:
+// then there is nothing to warn about that we know of).
+bool HasEntries(const std::string& path) {
+  DIR* dir = ::opendir(path.c_str());
+  if (dir == nullptr) return false;
+  bool any = false;
+  while (const dirent* e = ::readdir(dir)) {
+    const std::string_view name = e->d_name;
+    if (name != "." && name != "..") {
+      any = true;
+      break;
+    }
+  }
+  ::closedir(dir);
+  return any;
+}
+
 // A SOURCE: a pack directory, or one tar shard (then `file` is its name inside `dir`).
 struct SourceArg {
   std::string dir;   // absolute
@@ -159,6 +178,8 @@ struct Plan {
   int threads = 8;
   bool foreground = false;
   bool debug = false;
+  // For stderr before the mount starts (e.g. a non-empty mountpoint).
+  std::vector<std::string> warnings;
 };
 
 // 512 MiB, but at most an eighth of the RAM (and at least 64 MiB): enough to hold the read-ahead
@@ -181,6 +202,12 @@ Result<Plan> MakePlan(const Cli& cli) {
   Plan plan;
   for (const auto& o : cli.o) PACKFS_RETURN_IF_ERROR(ParseMountOptions(o, &plan.mount));
   PACKFS_ASSIGN_OR_RETURN(plan.mountpoint, CheckMountpoint(cli.paths.back()));
+  if (!plan.mount.nonempty && HasEntries(plan.mountpoint)) {
+    // As mount(8) users expect: libfuse 3 mounts over a non-empty directory without a word.
+    plan.warnings.push_back("warning: mountpoint " + plan.mountpoint + " is not empty; what it "
+                            "holds is hidden while packfs is mounted there (-o nonempty "
+                            "silences this warning)");
+  }
   std::set<std::string> seen;
   bool any_remote = false;
   for (size_t i = 0; i + 1 < cli.paths.size(); ++i) {
@@ -485,8 +512,8 @@ int main(int argc, char** argv) {
                "foreground, trace every FUSE request, print the stats at unmount");
   app.add_option("-o", cli.o,
                  "mount options: allow_other, uid=N, gid=N, umask=OCTAL, max_read=N, "
-                 "catalog=PATH|none, threads=N, on_collision=first|last, nozerocopy, open, "
-                 "io_uring, ...")
+                 "catalog=PATH|none, threads=N, on_collision=first|last, nonempty, "
+                 "nozerocopy, open, io_uring, ...")
       ->allow_extra_args(false);
   app.add_option("--threads", cli.threads, "FUSE worker threads (default 8)")
       ->check(CLI::Range(1, 1024));
@@ -529,6 +556,7 @@ int main(int argc, char** argv) {
     std::cerr << "packfs: " << plan.status().message() << "\n";
     return 1;
   }
+  for (const auto& w : plan->warnings) std::cerr << "packfs: " << w << "\n";
   if (plan->foreground) return RunMount(*plan, -1);
   return Daemonize(*plan);
 }

@@ -81,6 +81,9 @@ Status ParseMountOptions(std::string_view list, MountOptions* out) {
       out->no_open = false;
     } else if (opt == "debug") {
       out->debug = true;
+    } else if (opt == "nonempty") {
+      // fuse2's option; libfuse 3 mounts over non-empty directories and refuses the option.
+      out->nonempty = true;
     } else if (!Dropped(opt)) {
       out->fuse_options.emplace_back(opt);
     }

@@ -1,5 +1,5 @@
 // What a daemonized packfs (no -f) does with what it was given: path options relative to the
-// directory packfs was started in (the daemon leaves it for "/").
+// directory packfs was started in (the daemon leaves it for "/"), a mountpoint that is not empty.
 // Every mount here runs in the background as users run it, never with -f.
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -96,6 +96,26 @@ TEST_F(DaemonTest, MissingRelativeCatalogNamesTheAbsolutePath) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_FALSE(IsMounted(mnt_));
   EXPECT_NE(r.err.find(tmp_ / "nothere.sqlite"), std::string::npos) << r.err;
+}
+
+TEST_F(DaemonTest, NonEmptyMountpointWarnsAndMounts) {
+  testing::WriteFile(mnt_ + "/hidden.txt", "under the mount");
+  RunResult r = PackfsIn("media mnt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(IsMounted(mnt_));
+  EXPECT_NE(r.err.find("warning: mountpoint " + mnt_ + " is not empty"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("-o nonempty"), std::string::npos) << r.err;
+  ExpectServes();
+  Unmount();
+  // -o nonempty: the same mount, silently.
+  r = PackfsIn("-o nonempty media mnt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(IsMounted(mnt_));
+  EXPECT_EQ(r.err, "");
+  ExpectServes();
+  Unmount();
+  EXPECT_EQ(testing::ReadFile(mnt_ + "/hidden.txt"), "under the mount");
 }
 
 }  // namespace
