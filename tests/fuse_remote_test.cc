@@ -208,6 +208,20 @@ TEST_F(RemoteMountTest, HttpWithoutCatalogIsRefusedWithAdvice) {
   EXPECT_NE(m.result().err.find("mkpack catalog"), std::string::npos) << m.result().err;
 }
 
+// `python3 -m http.server` answers a ranged GET with the whole file: every read would fail, so
+// the mount is refused, with the reason on stderr and nothing left mounted.
+TEST_F(RemoteMountTest, ServerWithoutRangesIsRefusedAtMount) {
+  std::string why;
+  auto plain = testing::PythonHttpServer::Start(*tmp_ / "www", &why);
+  if (plain == nullptr) GTEST_SKIP() << why;
+  Mount m({plain->url() + "/media"}, Mnt(), CacheArgs());
+  EXPECT_NE(m.result().exit_code, 0);
+  EXPECT_FALSE(testing::IsMounted(Mnt()));
+  const std::string& err = m.result().err;
+  EXPECT_NE(err.find("ignores HTTP Range requests"), std::string::npos) << err;
+  EXPECT_NE(err.find(plain->url() + "/media/pack-0000.zip"), std::string::npos) << err;
+}
+
 TEST_F(RemoteMountTest, UnreachableServerFailsTheMount) {
   const int port = testing::FreeLoopbackPort();
   Mount m({"http://127.0.0.1:" + std::to_string(port) + "/media"}, Mnt(), CacheArgs());
