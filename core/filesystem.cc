@@ -38,6 +38,7 @@ Result<std::unique_ptr<Filesystem>> Filesystem::Open(
     PACKFS_RETURN_IF_ERROR(fs->BuildMerged(options));
     fs->catalog_ = fs->merged_.get();
   }
+  for (const auto& w : fs->warnings_) fs->errors_.Add("", "", w);
   const CatalogTotals& t = fs->catalog_->totals();
   fs->totals_ = FsTotals{t.files, t.directories, t.bytes, fs->catalog_->shards().size()};
   fs->shard_count_ = fs->catalog_->shards().size();
@@ -100,6 +101,23 @@ std::string Filesystem::KeyOrId(const Node& node) const {
 std::string Filesystem::DescribeNode(uint64_t ino) const {
   Result<Node> node = GetNode(ino);
   return node.ok() ? QuoteKey(KeyOrId(*node)) : "#" + std::to_string(ino);
+}
+
+void Filesystem::NoteError(uint64_t ino, const std::string& message) const {
+  std::string path, shard;
+  if (ino != 0) {
+    Result<Node> node = GetNode(ino);
+    if (node.ok()) {
+      path = KeyOrId(*node);
+      if (!node->is_dir()) {
+        SourceNode src = ToSource(*node);
+        shard = src.set->ShardRefPath(src.node.shard);
+      }
+    } else {
+      path = "#" + std::to_string(ino);
+    }
+  }
+  errors_.Add(std::move(path), std::move(shard), message);
 }
 
 Filesystem::SourceNode Filesystem::ToSource(const Node& merged) const {
@@ -245,6 +263,9 @@ Result<std::optional<std::string>> Filesystem::GetXattr(uint64_t ino,
   PACKFS_ASSIGN_OR_RETURN(Node node, GetNode(ino));
   if (node.is_dir()) {
     if (node.id == kRootId && name == kXattrStats) return std::optional<std::string>(StatsJson());
+    if (node.id == kRootId && name == kXattrErrors) {
+      return std::optional<std::string>(errors_.ToJson());
+    }
     return std::optional<std::string>();
   }
   SourceNode src = ToSource(node);
@@ -274,7 +295,7 @@ Result<std::optional<std::string>> Filesystem::GetXattr(uint64_t ino,
 Result<std::vector<std::string>> Filesystem::ListXattr(uint64_t ino) const {
   PACKFS_ASSIGN_OR_RETURN(Node node, GetNode(ino));
   if (node.is_dir()) {
-    if (node.id == kRootId) return std::vector<std::string>{kXattrStats};
+    if (node.id == kRootId) return std::vector<std::string>{kXattrStats, kXattrErrors};
     return std::vector<std::string>{};
   }
   if (ToSource(node).set->raw_members()) {

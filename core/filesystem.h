@@ -23,6 +23,7 @@
 
 #include "core/catalog.h"
 #include "core/pack_set.h"
+#include "core/recent_errors.h"
 #include "core/stats.h"
 #include "core/status.h"
 
@@ -82,6 +83,7 @@ class Filesystem {
   static constexpr const char* kXattrSize = "user.packfs.size";
   static constexpr const char* kXattrCrc32 = "user.packfs.crc32";
   static constexpr const char* kXattrStats = "user.packfs.stats";
+  static constexpr const char* kXattrErrors = "user.packfs.errors";
 
   // Serves `sources` (at least one) as one tree. With several sources the trees are merged; a key
   // in two sources fails with InvalidArgument listing the collisions unless options say which
@@ -132,6 +134,13 @@ class Filesystem {
   // Warnings collected while opening the sources (refused members, stale catalogs replaced).
   const std::vector<std::string>& warnings() const { return warnings_; }
 
+  // The last errors of this filesystem (the root's user.packfs.errors attribute): the warnings
+  // of Open, then what NoteError records.
+  const RecentErrors& errors() const { return errors_; }
+  // Records a failure that concerned node `ino` (0: none in particular), naming its key and, for
+  // a file, its shard. Whoever reports errors to the user calls this once per error.
+  void NoteError(uint64_t ino, const std::string& message) const;
+
  private:
   void NoteShardUsed(uint32_t shard) const;
   // A file node as its own PackSet knows it.
@@ -166,6 +175,7 @@ class Filesystem {
   FsTotals totals_;
   std::vector<std::string> warnings_;
   mutable Stats stats_;
+  mutable RecentErrors errors_;
 };
 
 }  // namespace packfs

@@ -1,5 +1,6 @@
 // Tests of the core Filesystem without FUSE: lookup, getattr, readdir offsets, reads, xattrs,
-// statfs totals, merging of several sources and their collisions, damaged members.
+// statfs totals, merging of several sources and their collisions, damaged members, and the list
+// of recent errors.
 #include "core/filesystem.h"
 
 #include <fcntl.h>
@@ -8,7 +9,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "tests/support/mount_util.h"
 #include "tests/support/test_util.h"
@@ -294,6 +297,27 @@ TEST_F(FilesystemTest, DamagedLocalHeaderFailsThatMemberOnly) {
       EXPECT_EQ(ReadAll(*fs_, other->ino), files_[key]) << key;
     }
   }
+}
+
+TEST_F(FilesystemTest, RecentErrorsNameFileAndShard) {
+  auto errors = fs_->GetXattr(kRootId, Filesystem::kXattrErrors);
+  ASSERT_TRUE(errors.ok() && *errors);
+  EXPECT_EQ(**errors, "[]");
+  auto names = fs_->ListXattr(kRootId);
+  ASSERT_TRUE(names.ok());
+  EXPECT_NE(std::find(names->begin(), names->end(), Filesystem::kXattrErrors), names->end());
+  auto a = Resolve(*fs_, "a/b/c.txt");
+  fs_->NoteError(a->ino, "read: something failed");
+  fs_->NoteError(Resolve(*fs_, "a")->ino, "readdir: also failed");
+  fs_->NoteError(0, "no file in particular");
+  const nlohmann::json j = nlohmann::json::parse(**fs_->GetXattr(kRootId, Filesystem::kXattrErrors));
+  ASSERT_EQ(j.size(), 3u);
+  EXPECT_EQ(j[0]["path"], "a/b/c.txt");
+  EXPECT_EQ(j[0]["shard"].get<std::string>().rfind("media/pack-", 0), 0u) << j;
+  EXPECT_EQ(j[0]["message"], "read: something failed");
+  EXPECT_EQ(j[1]["path"], "a");
+  EXPECT_EQ(j[1]["shard"], "");
+  EXPECT_EQ(j[2]["path"], "");
 }
 
 class MergeTest : public ::testing::Test {

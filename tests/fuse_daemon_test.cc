@@ -1,12 +1,18 @@
-// What a daemonized packfs (no -f) does with what it was given: path options relative to the
-// directory packfs was started in (the daemon leaves it for "/"), a mountpoint that is not empty.
-// Every mount here runs in the background as users run it, never with -f.
+// What a daemonized packfs (no -f) does with what it was given and with its errors: path options
+// relative to the directory packfs was started in (the daemon leaves it for "/"), a mountpoint
+// that is not empty, and the root's user.packfs.errors attribute, which holds the errors of a
+// mount that has no terminal left. Every mount here runs in the background as users run it,
+// never with -f.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <limits.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "tests/support/mount_util.h"
@@ -20,6 +26,29 @@ using testing::RunResult;
 using testing::TempDir;
 
 std::string Quote(const std::string& s) { return "'" + s + "'"; }
+
+// Reads `path` whole; the errno of the first failing call, 0 when all went well.
+int ReadErrno(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return errno;
+  char buf[65536];
+  int err = 0;
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) err = errno;
+    if (n <= 0) break;
+  }
+  ::close(fd);
+  return err;
+}
+
+// The root's user.packfs.errors, parsed.
+nlohmann::json MountErrors(const std::string& mnt) {
+  std::string buf(1 << 16, '\0');
+  ssize_t n = ::getxattr(mnt.c_str(), "user.packfs.errors", buf.data(), buf.size());
+  if (n < 0) return nlohmann::json("getxattr: " + std::string(std::strerror(errno)));
+  return nlohmann::json::parse(buf.substr(0, static_cast<size_t>(n)));
+}
 
 class DaemonTest : public ::testing::Test {
  protected:
@@ -116,6 +145,48 @@ TEST_F(DaemonTest, NonEmptyMountpointWarnsAndMounts) {
   ExpectServes();
   Unmount();
   EXPECT_EQ(testing::ReadFile(mnt_ + "/hidden.txt"), "under the mount");
+}
+
+// A read that fails is in the root's user.packfs.errors, with its file and shard.
+TEST_F(DaemonTest, FailedReadIsInTheErrorsAttribute) {
+  RunResult r = PackfsIn("media mnt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(MountErrors(mnt_), nlohmann::json::array());
+  ASSERT_EQ(::unlink((tmp_ / "media/pack-0001.zip").c_str()), 0);
+  EXPECT_EQ(ReadErrno(mnt_ + "/f4"), EIO);
+  EXPECT_EQ(ReadErrno(mnt_ + "/f1"), 0);
+  const nlohmann::json errors = MountErrors(mnt_);
+  ASSERT_TRUE(errors.is_array()) << errors;
+  // One failed read(2) may be two failed READs (read-ahead, then the page itself).
+  ASSERT_GE(errors.size(), 1u) << errors;
+  for (const auto& e : errors) {
+    EXPECT_EQ(e["path"], "f4");
+    EXPECT_EQ(e["shard"], "media/pack-0001.zip");
+    EXPECT_NE(e["message"].get<std::string>().find("read: reading 'f4' from media/pack-0001.zip"),
+              std::string::npos) << errors;
+    EXPECT_EQ(e["time"].get<std::string>().size(), 20u) << errors;  // 2026-12-02T10:00:00Z
+  }
+  Unmount();
+}
+
+// Warnings of the mount itself (a member that cannot be served) head the errors attribute.
+TEST_F(DaemonTest, ErrorsAttributeHoldsMountWarnings) {
+  auto z = testing::Run({"python3", "-c",
+                         "import zipfile,sys\n"
+                         "with zipfile.ZipFile(sys.argv[1], 'a', zipfile.ZIP_DEFLATED) as z:\n"
+                         "    z.writestr('packed.txt', 'x' * 5000)\n",
+                         tmp_ / "media/pack-0001.zip"});
+  ASSERT_EQ(z.exit_code, 0) << z.err;
+  RunResult r = PackfsIn("--catalog none media mnt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("packed.txt"), std::string::npos) << r.err;
+  const nlohmann::json errors = MountErrors(mnt_);
+  ASSERT_TRUE(errors.is_array()) << errors;
+  ASSERT_EQ(errors.size(), 1u) << errors;
+  EXPECT_NE(errors[0]["message"].get<std::string>().find("packed.txt"), std::string::npos)
+      << errors;
+  ExpectServes();
+  Unmount();
 }
 
 }  // namespace
