@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -33,6 +34,7 @@
 #include "git_rev.h"
 #include "core/byte_size.h"
 #include "core/filesystem.h"
+#include "core/json.h"
 #include "core/lerobot_view.h"
 #include "core/loose_dir.h"
 #include "core/pack_set.h"
@@ -65,6 +67,7 @@ struct Cli {
   std::string cache_size;
   std::string disk_cache;
   std::string disk_cache_size;
+  std::string log;
 };
 
 // Undoes \040-style escapes of /proc/self/mountinfo.
@@ -180,7 +183,24 @@ struct Plan {
   bool debug = false;
   // For stderr before the mount starts (e.g. a non-empty mountpoint).
   std::vector<std::string> warnings;
+  std::string log_file;          // --log / -o log= (absolute), or ""
+  std::string default_log_file;  // where a daemon logs when syslog is unreachable
 };
+
+// <cache dir>/mount-<last component of the mountpoint>-<8 hex digits of its hash>.log: one file
+// per mountpoint, found by its name, kept apart from another mountpoint of the same name.
+std::string DefaultLogFile(const std::string& cache_dir, const std::string& mountpoint) {
+  std::string name = std::filesystem::path(mountpoint).filename().string();
+  for (char& c : name) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == '/') c = '_';
+  }
+  if (name.size() > 64) name.resize(64);
+  if (name.empty()) name = "root";
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x",
+                static_cast<unsigned>(XXH3_64bits(mountpoint.data(), mountpoint.size())));
+  return cache_dir + "/mount-" + name + "-" + hex + ".log";
+}
 
 // 512 MiB, but at most an eighth of the RAM (and at least 64 MiB): enough to hold the read-ahead
 // of several sequential readers (64 MiB windows) plus a working set of small files, without
@@ -281,6 +301,10 @@ Result<Plan> MakePlan(const Cli& cli) {
   if (cli.anonymous) plan.remote.s3.anonymous = true;
   if (cli.max_connections > 0) plan.remote.http.max_connections = cli.max_connections;
   plan.remote.cache_dir = AbsolutePath(cli.cache_dir);
+  plan.log_file = AbsolutePath(!cli.log.empty() ? cli.log : plan.mount.log.value_or(""));
+  plan.default_log_file = DefaultLogFile(
+      plan.remote.cache_dir.empty() ? DefaultRemoteCacheDir() : plan.remote.cache_dir,
+      plan.mountpoint);
   if (!cli.cache_size.empty()) {
     Result<uint64_t> n = ParseByteSize(cli.cache_size);
     if (!n.ok()) return n.status().WithPrefix("--cache-size");
@@ -390,7 +414,23 @@ int RunMount(const Plan& plan, int ready_fd) {
     }
     return 1;
   };
+  const bool daemon = ready_fd >= 0;
+  if (!plan.log_file.empty()) {
+    Status st = log.UseFile(plan.log_file, false);
+    if (!st.ok()) return fail(st.WithPrefix("--log"));
+  } else if (daemon && !Logger::SyslogReachable()) {
+    // Nothing listens on /dev/log (a container, say): syslog(3) would drop every message.
+    Status st = log.UseFile(plan.default_log_file, true);
+    if (!st.ok()) {
+      log.Warning(st.message() + "; once in the background this mount's messages are lost " +
+                  "(choose a log file with --log)");
+    }
+  }
   Plan opened = plan;
+  if (!log.file().empty()) {
+    // Where the messages go, for whoever wonders (user.packfs.stats).
+    opened.fs.extra_stats = [file = log.file()] { return "\"log_file\": " + JsonString(file); };
+  }
   if (std::any_of(plan.sources.begin(), plan.sources.end(), IsRemoteLocation)) {
     // One reader for every remote source: one memory bound, one set of read-ahead threads
     // (started here, after the fork).
@@ -398,7 +438,9 @@ int RunMount(const Plan& plan, int ready_fd) {
     if (!reader.ok()) return fail(reader.status());
     opened.remote.reader = *reader;
     // Its counters go into the user.packfs.stats attribute beside the request counters.
-    opened.fs.extra_stats = [r = *reader] { return r->StatsJson(); };
+    opened.fs.extra_stats = [r = *reader, before = opened.fs.extra_stats] {
+      return (before ? before() + ", " : std::string()) + r->StatsJson();
+    };
   }
   std::shared_ptr<UringCounters> uring_counters;
   if (plan.mount.io_uring) {
@@ -423,11 +465,11 @@ int RunMount(const Plan& plan, int ready_fd) {
   params.debug = plan.debug;
   params.io_uring = plan.mount.io_uring;
   params.uring_counters = uring_counters;
-  bool daemon = ready_fd >= 0;
   auto on_ready = [&log, &ready_fd, daemon] {
     if (!daemon) return;
-    // From here on nobody reads our terminal: errors go to syslog, stdio to /dev/null.
-    log.UseSyslog();
+    // From here on nobody reads our terminal: messages go to the log file or syslog, stdio to
+    // /dev/null.
+    log.Detach();
     WriteAll(ready_fd, "O");
     ::close(ready_fd);
     ready_fd = -1;
@@ -512,7 +554,7 @@ int main(int argc, char** argv) {
                "foreground, trace every FUSE request, print the stats at unmount");
   app.add_option("-o", cli.o,
                  "mount options: allow_other, uid=N, gid=N, umask=OCTAL, max_read=N, "
-                 "catalog=PATH|none, threads=N, on_collision=first|last, nonempty, "
+                 "catalog=PATH|none, threads=N, on_collision=first|last, log=FILE, nonempty, "
                  "nozerocopy, open, io_uring, ...")
       ->allow_extra_args(false);
   app.add_option("--threads", cli.threads, "FUSE worker threads (default 8)")
@@ -538,8 +580,8 @@ int main(int argc, char** argv) {
                  "concurrent HTTP requests to remote sources (default 8)")
       ->check(CLI::Range(1, 1024));
   app.add_option("--cache-dir", cli.cache_dir,
-                 "where catalogs of remote sources are cached (default: "
-                 "$XDG_CACHE_HOME/packfs or ~/.cache/packfs)");
+                 "where catalogs of remote sources are cached, and the default log file "
+                 "(default: $XDG_CACHE_HOME/packfs or ~/.cache/packfs)");
   app.add_option("--cache-size", cli.cache_size,
                  "memory for blocks of remote sources, e.g. 512M or 2G (default 512M, at most "
                  "1/8 of the RAM)");
@@ -549,6 +591,12 @@ int main(int argc, char** argv) {
   app.add_option("--disk-cache-size", cli.disk_cache_size,
                  "bound of the --disk-cache directory, e.g. 10G (default 10G; least "
                  "recently used objects deleted beyond it)");
+  app.add_option("--log", cli.log,
+                 "append the mount's messages (errors of reads, warnings) to FILE; once in the "
+                 "background they go there instead of syslog. Default: syslog, or where nothing "
+                 "listens on /dev/log (containers) the file mount-NAME-HASH.log in the cache "
+                 "directory (NAME: the mountpoint's last component). The root's "
+                 "user.packfs.errors attribute also holds the last 100 errors");
   CLI11_PARSE(app, argc, argv);
 
   Result<Plan> plan = MakePlan(cli);

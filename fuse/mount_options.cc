@@ -67,6 +67,9 @@ Status ParseMountOptions(std::string_view list, MountOptions* out) {
       }
     } else if (name == "catalog") {
       out->catalog = std::string(value);
+    } else if (name == "log") {
+      if (value.empty()) return Status::InvalidArgument("mount option log= needs a file name");
+      out->log = std::string(value);
     } else if (name == "on_collision" || name == "on-collision") {
       out->on_collision = std::string(value);
     } else if (opt == "nozerocopy") {

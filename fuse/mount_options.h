@@ -1,5 +1,5 @@
 // Mount options: splits `-o a,b=c` lists into what packfs handles itself (uid=, gid=, umask=,
-// catalog=, on_collision=, threads=, nozerocopy, nosplice, noprefetch, nonempty, open,
+// catalog=, on_collision=, threads=, log=, nozerocopy, nosplice, noprefetch, nonempty, open,
 // io_uring) and what goes to libfuse and the kernel (allow_other, max_read=, ...), dropping
 // what only mount(8) and fstab use (defaults, noauto, nofail, _netdev, user, x-*, ...). Pure
 // functions; thread-compatible.
@@ -21,6 +21,7 @@ struct MountOptions {
   std::optional<uint32_t> umask;
   std::optional<std::string> catalog;       // path, or "none"
   std::optional<std::string> on_collision;  // "error" | "first" | "last"
+  std::optional<std::string> log;           // -o log=FILE
   std::optional<int> threads;
   std::optional<uint32_t> max_read;         // -o max_read=N (libfuse needs it in INIT too)
   bool zero_copy = true;

@@ -1,17 +1,20 @@
 // What a daemonized packfs (no -f) does with what it was given and with its errors: path options
 // relative to the directory packfs was started in (the daemon leaves it for "/"), a mountpoint
-// that is not empty, and the root's user.packfs.errors attribute, which holds the errors of a
-// mount that has no terminal left. Every mount here runs in the background as users run it,
-// never with -f.
+// that is not empty, and errors that must reach the user with no terminal left: the --log file,
+// the default log file where syslog is unreachable, and the root's user.packfs.errors attribute.
+// Every mount here runs in the background as users run it, never with -f.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <limits.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -48,6 +51,20 @@ nlohmann::json MountErrors(const std::string& mnt) {
   ssize_t n = ::getxattr(mnt.c_str(), "user.packfs.errors", buf.data(), buf.size());
   if (n < 0) return nlohmann::json("getxattr: " + std::string(std::strerror(errno)));
   return nlohmann::json::parse(buf.substr(0, static_cast<size_t>(n)));
+}
+
+// True when something accepts messages on /dev/log (the daemon then logs to syslog).
+bool SyslogListens() {
+  for (int type : {SOCK_DGRAM, SOCK_STREAM}) {
+    int fd = ::socket(AF_UNIX, type, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strcpy(addr.sun_path, "/dev/log");
+    bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    if (ok) return true;
+  }
+  return false;
 }
 
 class DaemonTest : public ::testing::Test {
@@ -145,6 +162,62 @@ TEST_F(DaemonTest, NonEmptyMountpointWarnsAndMounts) {
   ExpectServes();
   Unmount();
   EXPECT_EQ(testing::ReadFile(mnt_ + "/hidden.txt"), "under the mount");
+}
+
+// With --log FILE (relative, like the other paths) the daemon's errors land in FILE.
+TEST_F(DaemonTest, LogOptionReceivesTheDaemonsErrors) {
+  RunResult r = PackfsIn("--log logs/packfs.log media mnt");
+  EXPECT_NE(r.exit_code, 0) << "the directory of a --log file is not created";
+  EXPECT_NE(r.err.find("--log: cannot open the log file " + tmp_ / "logs/packfs.log"),
+            std::string::npos) << r.err;
+  EXPECT_FALSE(IsMounted(mnt_));
+  ASSERT_EQ(::mkdir((tmp_ / "logs").c_str(), 0755), 0);
+  r = PackfsIn("--log logs/packfs.log media mnt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(IsMounted(mnt_));
+  ASSERT_EQ(::unlink((tmp_ / "media/pack-0001.zip").c_str()), 0);
+  EXPECT_EQ(ReadErrno(mnt_ + "/f4"), EIO);
+  EXPECT_EQ(ReadErrno(mnt_ + "/f1"), 0);
+  const std::string log = testing::ReadFile(tmp_ / "logs/packfs.log");
+  EXPECT_NE(log.find("] error: read: reading 'f4' from media/pack-0001.zip"), std::string::npos)
+      << log;
+  Unmount();
+}
+
+TEST_F(DaemonTest, LogMountOption) {
+  RunResult r = PackfsIn("-o log=packfs.log media mnt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(::unlink((tmp_ / "media/pack-0000.zip").c_str()), 0);
+  EXPECT_EQ(ReadErrno(mnt_ + "/f0"), EIO);
+  const std::string log = testing::ReadFile(tmp_ / "packfs.log");
+  EXPECT_NE(log.find("reading 'f0' from media/pack-0000.zip"), std::string::npos) << log;
+  Unmount();
+}
+
+// Where nothing listens on /dev/log (containers), syslog(3) drops messages silently: the daemon
+// writes them to mount-NAME-HASH.log in the cache directory instead.
+TEST_F(DaemonTest, DefaultLogFileWhenSyslogIsUnreachable) {
+  if (SyslogListens()) GTEST_SKIP() << "syslog listens on /dev/log here";
+  RunResult r = PackfsIn("media mnt", "XDG_CACHE_HOME=" + Quote(tmp_ / "xdg"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(::unlink((tmp_ / "media/pack-0001.zip").c_str()), 0);
+  EXPECT_EQ(ReadErrno(mnt_ + "/f5"), EIO);
+  std::vector<std::string> logs;
+  for (const auto& e : std::filesystem::directory_iterator(tmp_ / "xdg/packfs")) {
+    logs.push_back(e.path().string());
+  }
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_EQ(std::filesystem::path(logs[0]).filename().string().rfind("mount-mnt-", 0), 0u)
+      << logs[0];
+  EXPECT_EQ(std::filesystem::path(logs[0]).extension(), ".log");
+  const std::string log = testing::ReadFile(logs[0]);
+  EXPECT_NE(log.find("reading 'f5' from media/pack-0001.zip"), std::string::npos) << log;
+  // The stats attribute says where the messages go.
+  std::string stats(1 << 16, '\0');
+  ssize_t n = ::getxattr(mnt_.c_str(), "user.packfs.stats", stats.data(), stats.size());
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(nlohmann::json::parse(stats.substr(0, static_cast<size_t>(n)))["log_file"], logs[0]);
+  Unmount();
 }
 
 // A read that fails is in the root's user.packfs.errors, with its file and shard.
