@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "core/key.h"
+#include "core/shard_format.h"
 
 namespace packfs {
 
@@ -43,6 +44,13 @@ Result<std::unique_ptr<Filesystem>> Filesystem::Open(
   fs->totals_ = FsTotals{t.files, t.directories, t.bytes, fs->catalog_->shards().size()};
   fs->shard_count_ = fs->catalog_->shards().size();
   fs->shard_seen_ = std::make_unique<std::atomic<bool>[]>(fs->shard_count_);
+  for (const auto& src : fs->sources_) {
+    for (const ShardInfo& shard : src->catalog().shards()) {
+      fs->shard_has_crc_.push_back(!src->raw_members() &&
+                                   ShardFormatOf(shard.name) == ShardFormat::kZip);
+    }
+  }
+  if (options.verify_crc) fs->crc_ = std::make_unique<CrcTracker>(t.files + t.directories);
   return fs;
 }
 
@@ -188,11 +196,36 @@ Status Filesystem::ReadDir(uint64_t ino, uint64_t offset, size_t max_entries,
   return Status::OK();
 }
 
+bool Filesystem::ChecksCrc(const Node& file) const {
+  return crc_ != nullptr && file.shard < shard_has_crc_.size() && shard_has_crc_[file.shard];
+}
+
+Status Filesystem::CrcFailure(const Node& file, const SourceNode& src,
+                              const std::string& why) const {
+  return Status::Corruption("reading '" + QuoteKey(KeyOrId(file)) + "' from " +
+                            src.set->ShardRefPath(src.node.shard) + ": " + why +
+                            "; the shard is damaged: run `mkpack verify " + src.set->dir() +
+                            "` and restore " + src.set->ShardRefPath(src.node.shard) +
+                            " from a good copy");
+}
+
 Result<ReadExtent> Filesystem::PrepareRead(uint64_t ino, uint64_t offset, size_t size) const {
   PACKFS_ASSIGN_OR_RETURN(Node file, GetFile(ino));
   SourceNode src = ToSource(file);
   ReadExtent ext;
   if (offset >= file.size || size == 0) return ext;
+  if (ChecksCrc(file)) {
+    switch (crc_->verdict(file.id)) {
+      case CrcTracker::Verdict::kBad:
+        return CrcFailure(file, src, "its bytes failed their CRC-32 check before");
+      case CrcTracker::Verdict::kUnknown:
+        ext.length = static_cast<size_t>(std::min<uint64_t>(size, file.size - offset));
+        ext.copy_to_check = true;
+        return ext;
+      case CrcTracker::Verdict::kGood:
+        break;
+    }
+  }
   auto describe = [&]() {
     return "reading '" + QuoteKey(KeyOrId(file)) + "' from " +
            src.set->ShardRefPath(src.node.shard);
@@ -229,12 +262,26 @@ Result<std::span<const uint8_t>> Filesystem::ReadCopy(uint64_t ino, uint64_t off
   PACKFS_ASSIGN_OR_RETURN(Node file, GetFile(ino));
   if (offset >= file.size || size == 0) return std::span<const uint8_t>();
   SourceNode src = ToSource(file);
+  const bool check = ChecksCrc(file);
+  if (check && crc_->verdict(file.id) == CrcTracker::Verdict::kBad) {
+    return CrcFailure(file, src, "its bytes failed their CRC-32 check before");
+  }
   Result<std::span<const uint8_t>> got = src.set->ReadCopy(src.node, offset, size, scratch);
   if (!got.ok()) {
     return got.status().WithPrefix("reading '" + QuoteKey(KeyOrId(file)) + "' from " +
                                    src.set->ShardRefPath(src.node.shard));
   }
   NoteShardUsed(file.shard);
+  if (check) {
+    const CrcTracker::Outcome seen = crc_->Observe(file.id, file.size, file.crc32, offset, *got);
+    if (seen.verdict == CrcTracker::Verdict::kBad) {
+      char why[96];
+      std::snprintf(why, sizeof why,
+                    "CRC-32 mismatch: its bytes hash to %08x, the zip records %08x", seen.actual,
+                    file.crc32);
+      return CrcFailure(file, src, why);
+    }
+  }
   return got;
 }
 
@@ -311,6 +358,12 @@ std::string Filesystem::StatsJson() const {
                       ", \"sources\": " + std::to_string(sources_.size()) +
                       ", \"files\": " + std::to_string(totals_.files) +
                       ", \"shards\": " + std::to_string(totals_.shards);
+  if (crc_) {
+    const CrcTracker::Counters c = crc_->counters();
+    extra += ", \"crc32\": {\"good\": " + std::to_string(c.good) +
+             ", \"bad\": " + std::to_string(c.bad) +
+             ", \"forgotten\": " + std::to_string(c.forgotten) + "}";
+  }
   if (options_.extra_stats) extra += ", " + options_.extra_stats();
   return stats_.ToJson(extra);
 }

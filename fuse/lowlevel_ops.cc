@@ -188,8 +188,9 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
       if (!ext.ok()) return ReplyStatus(req, "read", ino, ext.status());
       if (ext->length == 0) return (void)fuse_reply_buf(req, nullptr, 0);
     }
-    // Synthesized files (no fd behind their bytes) take the copying path below.
-    if (ext->lease && ext->lease->fd() >= 0) {
+    // Synthesized files (no fd behind their bytes) and bytes whose CRC-32 is still to be checked
+    // take the copying path below.
+    if (ext->lease && ext->lease->fd() >= 0 && !ext->copy_to_check) {
       // The reply's data is a window of the shard fd: libfuse splices it into /dev/fuse (or
       // preads it into its buffer) without another copy of ours. The lease keeps the fd open
       // until fuse_reply_data returns.

@@ -78,6 +78,8 @@ Status ParseMountOptions(std::string_view list, MountOptions* out) {
       out->splice = false;
     } else if (opt == "noprefetch") {
       out->prefetch = false;
+    } else if (opt == "nocrc") {
+      out->crc = false;
     } else if (opt == "io_uring") {
       out->io_uring = true;
     } else if (opt == "open") {

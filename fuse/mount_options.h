@@ -1,8 +1,8 @@
 // Mount options: splits `-o a,b=c` lists into what packfs handles itself (uid=, gid=, umask=,
-// catalog=, on_collision=, threads=, log=, nozerocopy, nosplice, noprefetch, nonempty, open,
-// io_uring) and what goes to libfuse and the kernel (allow_other, max_read=, ...), dropping
-// what only mount(8) and fstab use (defaults, noauto, nofail, _netdev, user, x-*, ...). Pure
-// functions; thread-compatible.
+// catalog=, on_collision=, threads=, log=, nozerocopy, nosplice, noprefetch, nocrc, nonempty,
+// open, io_uring) and what goes to libfuse and the kernel (allow_other, max_read=, ...),
+// dropping what only mount(8) and fstab use (defaults, noauto, nofail, _netdev, user, x-*, ...).
+// Pure functions; thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +29,7 @@ struct MountOptions {
   bool no_open = true;
   bool io_uring = false;                    // -o io_uring: serve over FUSE io_uring
   bool prefetch = true;                     // -o noprefetch: no read-ahead at lookup
+  bool crc = true;                          // -o nocrc: no CRC-32 checks of members
   bool debug = false;                       // -o debug
   bool nonempty = false;                    // -o nonempty: no warning for a non-empty mountpoint
   std::vector<std::string> fuse_options;    // passed on, in order

@@ -222,6 +222,41 @@ TEST_F(RemoteMountTest, ServerWithoutRangesIsRefusedAtMount) {
   EXPECT_NE(err.find(plain->url() + "/media/pack-0000.zip"), std::string::npos) << err;
 }
 
+// A member whose bytes were damaged on the server (size, mtime and so ETag kept) fails its
+// CRC-32 check: EIO, named in user.packfs.errors; its neighbours still read.
+TEST_F(RemoteMountTest, DamagedMemberOnTheServerIsEio) {
+  const std::string dir = *tmp_ / "www/crc/media";
+  auto cp = testing::Sh("mkdir -p '" + dir + "' && cp -p '" + (*tmp_ / "www/media") +
+                        "'/pack-*.zip '" + (*tmp_ / "www/media/.packfs-catalog.sqlite") + "' '" +
+                        dir + "'/");
+  ASSERT_EQ(cp.exit_code, 0) << cp.err;
+  auto where = testing::Run({testing::MkpackPath(), "resolve", dir, "small/exact20k.bin"});
+  ASSERT_EQ(where.exit_code, 0) << where.err;
+  std::istringstream fields(where.out);
+  std::string shard, offset;
+  std::getline(fields, shard, '\t');
+  std::getline(fields, offset, '\t');
+  auto damage = testing::Sh(
+      "cp -p '" + shard + "' '" + mnt_dir_ / "stamp" + "' && python3 -c \"import sys\n"
+      "f = open(sys.argv[1], 'r+b'); f.seek(int(sys.argv[2])); b = f.read(1)\n"
+      "f.seek(int(sys.argv[2])); f.write(bytes([b[0] ^ 1]))\" '" + shard + "' " +
+      std::to_string(std::stoull(offset) + 100) + " && touch -r '" + mnt_dir_ / "stamp" + "' '" +
+      shard + "'");
+  ASSERT_EQ(damage.exit_code, 0) << damage.err;
+  Mount m({server_->url() + "/crc/media"}, Mnt(), CacheArgs());
+  ASSERT_TRUE(m.ok()) << m.result().err;
+  std::string bytes;
+  EXPECT_EQ(ReadAll(Mnt() + "/small/exact20k.bin", &bytes), EIO);
+  EXPECT_EQ(ReadAll(Mnt() + "/big/b.bin", &bytes), 0);
+  EXPECT_TRUE(bytes == testing::ReadFile(*tmp_ / "src/big/b.bin"));
+  std::string errors(1 << 16, '\0');
+  ssize_t n = ::getxattr(Mnt().c_str(), "user.packfs.errors", errors.data(), errors.size());
+  ASSERT_GT(n, 0);
+  errors.resize(static_cast<size_t>(n));
+  EXPECT_NE(errors.find("\"path\": \"small/exact20k.bin\""), std::string::npos) << errors;
+  EXPECT_NE(errors.find("CRC-32 mismatch"), std::string::npos) << errors;
+}
+
 TEST_F(RemoteMountTest, UnreachableServerFailsTheMount) {
   const int port = testing::FreeLoopbackPort();
   Mount m({"http://127.0.0.1:" + std::to_string(port) + "/media"}, Mnt(), CacheArgs());
