@@ -67,6 +67,9 @@ def make_contenders(ds, args, work, uring):
     packfs = os.path.join(args.build, "packfs")
     cs = [Contender("loose", root=ds.src), Contender("raw pread", pread=True)]
     cs.append(Contender("packfs", mnt("packfs"), [packfs, ds.ensure_packset(), mnt("packfs")]))
+    # What the CRC-32 checks of every member read cost (they are on by default).
+    cs.append(Contender("packfs -o nocrc", mnt("packfs-nocrc"),
+                        [packfs, "-o", "nocrc", ds.packdir, mnt("packfs-nocrc")]))
     if not args.quick:
         cs.append(Contender("packfs --threads 2", mnt("packfs2"),
                             [packfs, "--threads", "2", ds.packdir, mnt("packfs2")],

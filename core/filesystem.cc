@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "core/key.h"
+#include "core/shard_format.h"
 
 namespace packfs {
 
@@ -38,10 +39,18 @@ Result<std::unique_ptr<Filesystem>> Filesystem::Open(
     PACKFS_RETURN_IF_ERROR(fs->BuildMerged(options));
     fs->catalog_ = fs->merged_.get();
   }
+  for (const auto& w : fs->warnings_) fs->errors_.Add("", "", w);
   const CatalogTotals& t = fs->catalog_->totals();
   fs->totals_ = FsTotals{t.files, t.directories, t.bytes, fs->catalog_->shards().size()};
   fs->shard_count_ = fs->catalog_->shards().size();
   fs->shard_seen_ = std::make_unique<std::atomic<bool>[]>(fs->shard_count_);
+  for (const auto& src : fs->sources_) {
+    for (const ShardInfo& shard : src->catalog().shards()) {
+      fs->shard_has_crc_.push_back(!src->raw_members() &&
+                                   ShardFormatOf(shard.name) == ShardFormat::kZip);
+    }
+  }
+  if (options.verify_crc) fs->crc_ = std::make_unique<CrcTracker>(t.files + t.directories);
   return fs;
 }
 
@@ -100,6 +109,23 @@ std::string Filesystem::KeyOrId(const Node& node) const {
 std::string Filesystem::DescribeNode(uint64_t ino) const {
   Result<Node> node = GetNode(ino);
   return node.ok() ? QuoteKey(KeyOrId(*node)) : "#" + std::to_string(ino);
+}
+
+void Filesystem::NoteError(uint64_t ino, const std::string& message) const {
+  std::string path, shard;
+  if (ino != 0) {
+    Result<Node> node = GetNode(ino);
+    if (node.ok()) {
+      path = KeyOrId(*node);
+      if (!node->is_dir()) {
+        SourceNode src = ToSource(*node);
+        shard = src.set->ShardRefPath(src.node.shard);
+      }
+    } else {
+      path = "#" + std::to_string(ino);
+    }
+  }
+  errors_.Add(std::move(path), std::move(shard), message);
 }
 
 Filesystem::SourceNode Filesystem::ToSource(const Node& merged) const {
@@ -170,11 +196,36 @@ Status Filesystem::ReadDir(uint64_t ino, uint64_t offset, size_t max_entries,
   return Status::OK();
 }
 
+bool Filesystem::ChecksCrc(const Node& file) const {
+  return crc_ != nullptr && file.shard < shard_has_crc_.size() && shard_has_crc_[file.shard];
+}
+
+Status Filesystem::CrcFailure(const Node& file, const SourceNode& src,
+                              const std::string& why) const {
+  return Status::Corruption("reading '" + QuoteKey(KeyOrId(file)) + "' from " +
+                            src.set->ShardRefPath(src.node.shard) + ": " + why +
+                            "; the shard is damaged: run `mkpack verify " + src.set->dir() +
+                            "` and restore " + src.set->ShardRefPath(src.node.shard) +
+                            " from a good copy");
+}
+
 Result<ReadExtent> Filesystem::PrepareRead(uint64_t ino, uint64_t offset, size_t size) const {
   PACKFS_ASSIGN_OR_RETURN(Node file, GetFile(ino));
   SourceNode src = ToSource(file);
   ReadExtent ext;
   if (offset >= file.size || size == 0) return ext;
+  if (ChecksCrc(file)) {
+    switch (crc_->verdict(file.id)) {
+      case CrcTracker::Verdict::kBad:
+        return CrcFailure(file, src, "its bytes failed their CRC-32 check before");
+      case CrcTracker::Verdict::kUnknown:
+        ext.length = static_cast<size_t>(std::min<uint64_t>(size, file.size - offset));
+        ext.copy_to_check = true;
+        return ext;
+      case CrcTracker::Verdict::kGood:
+        break;
+    }
+  }
   auto describe = [&]() {
     return "reading '" + QuoteKey(KeyOrId(file)) + "' from " +
            src.set->ShardRefPath(src.node.shard);
@@ -210,14 +261,39 @@ Result<std::span<const uint8_t>> Filesystem::ReadCopy(uint64_t ino, uint64_t off
                                                       std::vector<uint8_t>* scratch) const {
   PACKFS_ASSIGN_OR_RETURN(Node file, GetFile(ino));
   if (offset >= file.size || size == 0) return std::span<const uint8_t>();
-  SourceNode src = ToSource(file);
+  return CopyChecked(file, ToSource(file), offset, size, scratch);
+}
+
+Result<std::span<const uint8_t>> Filesystem::CopyChecked(const Node& file, const SourceNode& src,
+                                                         uint64_t offset, size_t size,
+                                                         std::vector<uint8_t>* scratch) const {
+  PACKFS_RETURN_IF_ERROR(CrcNotBad(file, src));
   Result<std::span<const uint8_t>> got = src.set->ReadCopy(src.node, offset, size, scratch);
   if (!got.ok()) {
     return got.status().WithPrefix("reading '" + QuoteKey(KeyOrId(file)) + "' from " +
                                    src.set->ShardRefPath(src.node.shard));
   }
   NoteShardUsed(file.shard);
+  PACKFS_RETURN_IF_ERROR(ObserveCrc(file, src, offset, *got));
   return got;
+}
+
+Status Filesystem::CrcNotBad(const Node& file, const SourceNode& src) const {
+  if (ChecksCrc(file) && crc_->verdict(file.id) == CrcTracker::Verdict::kBad) {
+    return CrcFailure(file, src, "its bytes failed their CRC-32 check before");
+  }
+  return Status::OK();
+}
+
+Status Filesystem::ObserveCrc(const Node& file, const SourceNode& src, uint64_t offset,
+                              std::span<const uint8_t> bytes) const {
+  if (!ChecksCrc(file)) return Status::OK();
+  const CrcTracker::Outcome seen = crc_->Observe(file.id, file.size, file.crc32, offset, bytes);
+  if (seen.verdict != CrcTracker::Verdict::kBad) return Status::OK();
+  char why[96];
+  std::snprintf(why, sizeof why, "CRC-32 mismatch: its bytes hash to %08x, the zip records %08x",
+                seen.actual, file.crc32);
+  return CrcFailure(file, src, why);
 }
 
 Result<size_t> Filesystem::Read(uint64_t ino, uint64_t offset, std::span<uint8_t> buf) const {
@@ -244,17 +320,14 @@ Result<std::optional<std::span<const uint8_t>>> Filesystem::ReadThrough(
   SourceNode src = ToSource(file);
   auto copy = [&]() -> Result<Out> {
     if (size >= copy_max) return Out();
-    Result<std::span<const uint8_t>> got = src.set->ReadCopy(src.node, offset, size, scratch);
-    if (!got.ok()) {
-      return got.status().WithPrefix("reading '" + QuoteKey(KeyOrId(file)) + "' from " +
-                                     src.set->ShardRefPath(src.node.shard));
-    }
-    NoteShardUsed(file.shard);
-    return Out(*got);
+    PACKFS_ASSIGN_OR_RETURN(std::span<const uint8_t> got,
+                            CopyChecked(file, src, offset, size, scratch));
+    return Out(got);
   };
   if (offset + size < file.size || file.size - offset > window || src.set->raw_members()) {
     return copy();
   }
+  PACKFS_RETURN_IF_ERROR(CrcNotBad(file, src));
   // The last wanted inode among the next siblings bounds the catalog query; none wanted, none made.
   const uint64_t last_candidate = std::min(ino + kMaxFollowers, max_ino());
   uint64_t last_wanted = 0;
@@ -291,6 +364,7 @@ Result<std::optional<std::span<const uint8_t>>> Filesystem::ReadThrough(
                                    src.set->ShardRefPath(src.node.shard));
   }
   NoteShardUsed(file.shard);
+  PACKFS_RETURN_IF_ERROR(ObserveCrc(file, src, offset, *got));
   for (size_t i = 0; i < data.size(); ++i) {
     if (!data[i].empty()) followers->push_back(Follower{inos[i], data[i]});
   }
@@ -318,6 +392,9 @@ Result<std::optional<std::string>> Filesystem::GetXattr(uint64_t ino,
   PACKFS_ASSIGN_OR_RETURN(Node node, GetNode(ino));
   if (node.is_dir()) {
     if (node.id == kRootId && name == kXattrStats) return std::optional<std::string>(StatsJson());
+    if (node.id == kRootId && name == kXattrErrors) {
+      return std::optional<std::string>(errors_.ToJson());
+    }
     return std::optional<std::string>();
   }
   SourceNode src = ToSource(node);
@@ -347,7 +424,7 @@ Result<std::optional<std::string>> Filesystem::GetXattr(uint64_t ino,
 Result<std::vector<std::string>> Filesystem::ListXattr(uint64_t ino) const {
   PACKFS_ASSIGN_OR_RETURN(Node node, GetNode(ino));
   if (node.is_dir()) {
-    if (node.id == kRootId) return std::vector<std::string>{kXattrStats};
+    if (node.id == kRootId) return std::vector<std::string>{kXattrStats, kXattrErrors};
     return std::vector<std::string>{};
   }
   if (ToSource(node).set->raw_members()) {
@@ -363,6 +440,12 @@ std::string Filesystem::StatsJson() const {
                       ", \"sources\": " + std::to_string(sources_.size()) +
                       ", \"files\": " + std::to_string(totals_.files) +
                       ", \"shards\": " + std::to_string(totals_.shards);
+  if (crc_) {
+    const CrcTracker::Counters c = crc_->counters();
+    extra += ", \"crc32\": {\"good\": " + std::to_string(c.good) +
+             ", \"bad\": " + std::to_string(c.bad) +
+             ", \"forgotten\": " + std::to_string(c.forgotten) + "}";
+  }
   if (options_.extra_stats) extra += ", " + options_.extra_stats();
   return stats_.ToJson(extra);
 }

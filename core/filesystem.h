@@ -22,7 +22,9 @@
 #include <vector>
 
 #include "core/catalog.h"
+#include "core/crc_tracker.h"
 #include "core/pack_set.h"
+#include "core/recent_errors.h"
 #include "core/stats.h"
 #include "core/status.h"
 
@@ -35,6 +37,8 @@ struct FilesystemOptions {
   uint32_t uid = 0;    // owner reported for every node
   uint32_t gid = 0;
   uint32_t umask = 0;  // removed from every mode (files 0444 / zip mode & 0555, directories 0555)
+  // Check the CRC-32 of zip members from the bytes reads serve (see "CRC-32 checks" below).
+  bool verify_crc = true;
   // More members for the stats JSON (e.g. a remote reader's "\"remote_cache\": {...}"), called
   // on every read of the stats attribute; must be thread-safe. Empty: none.
   std::function<std::string()> extra_stats;
@@ -61,10 +65,13 @@ struct DirEntry {
 
 // Where the bytes of a read are: `length` bytes at `shard_offset` of the leased shard file.
 // length 0 means end of file. Hold the lease until the bytes have been sent.
+// With `copy_to_check` there is no lease: the bytes must pass through memory to have their CRC-32
+// checked, so the read is to be served by ReadCopy instead.
 struct ReadExtent {
   ShardLease lease;
   uint64_t shard_offset = 0;
   size_t length = 0;
+  bool copy_to_check = false;
 };
 
 struct FsTotals {
@@ -74,6 +81,13 @@ struct FsTotals {
   uint64_t shards = 0;
 };
 
+// CRC-32 checks: a zip member's bytes are checked against the CRC-32 its zip records, from the
+// bytes reads serve anyway (core/crc_tracker.h): a read of the whole member at once (every small
+// file) is judged before its reply; a member read in pieces is judged by the read that completes
+// it, whatever their order, and that read fails. A damaged member fails that read and every
+// later read with EIO (Corruption naming shard and member). Until a member has been judged good
+// its reads are copied, not zero-copy; afterwards they are never hashed again. Tar members and
+// synthesized or loose files record no CRC and are not checked.
 class Filesystem {
  public:
   static constexpr const char* kXattrRef = "user.packfs.ref";
@@ -82,6 +96,7 @@ class Filesystem {
   static constexpr const char* kXattrSize = "user.packfs.size";
   static constexpr const char* kXattrCrc32 = "user.packfs.crc32";
   static constexpr const char* kXattrStats = "user.packfs.stats";
+  static constexpr const char* kXattrErrors = "user.packfs.errors";
 
   // Serves `sources` (at least one) as one tree. With several sources the trees are merged; a key
   // in two sources fails with InvalidArgument listing the collisions unless options say which
@@ -107,13 +122,16 @@ class Filesystem {
   Status ReadDir(uint64_t ino, uint64_t offset, size_t max_entries,
                  std::vector<DirEntry>* out) const;
 
-  // Resolves a read of file `ino` to its place in a shard, for a zero-copy reply: checks the shard against the catalog
-  // and the member's local header before its first read. Reads past EOF give length 0. Errors
-  // name the shard and the member.
+  // Resolves a read of file `ino` to its place in a shard, for a zero-copy reply: checks the
+  // shard against the catalog and the member's local header before its first read. Reads past
+  // EOF give length 0. Errors name the shard and the member. A member whose CRC-32 is still to be
+  // checked gives copy_to_check instead (see CRC-32 checks).
   Result<ReadExtent> PrepareRead(uint64_t ino, uint64_t offset, size_t size) const;
   // Copying read (small requests): the bytes of [offset, offset + size) clipped to the file,
   // read into `scratch` (grown as needed; reuse it across calls). A member's first read fetches
   // its local header in the same pread, so a cold small file costs one disk request.
+  // Fails with Corruption when these bytes complete a member whose CRC-32 does not match, or when
+  // the member failed that check before.
   Result<std::span<const uint8_t>> ReadCopy(uint64_t ino, uint64_t offset, size_t size,
                                             std::vector<uint8_t>* scratch) const;
   // ReadCopy into `buf`: returns the byte count.
@@ -158,6 +176,13 @@ class Filesystem {
   // Warnings collected while opening the sources (refused members, stale catalogs replaced).
   const std::vector<std::string>& warnings() const { return warnings_; }
 
+  // The last errors of this filesystem (the root's user.packfs.errors attribute): the warnings
+  // of Open, then what NoteError records.
+  const RecentErrors& errors() const { return errors_; }
+  // Records a failure that concerned node `ino` (0: none in particular), naming its key and, for
+  // a file, its shard. Whoever reports errors to the user calls this once per error.
+  void NoteError(uint64_t ino, const std::string& message) const;
+
  private:
   void NoteShardUsed(uint32_t shard) const;
   // A file node as its own PackSet knows it.
@@ -176,6 +201,18 @@ class Filesystem {
   Result<Node> GetNode(uint64_t ino) const;
   Result<Node> GetFile(uint64_t ino) const;
   void Prefetch(const Node& file, uint64_t max_bytes) const;  // see Lookup
+  // True when reads of `file` are CRC-checked (a zip member, checks on).
+  bool ChecksCrc(const Node& file) const;
+  // ReadCopy of a resolved node, its bytes checked against the member's CRC-32 (see above).
+  Result<std::span<const uint8_t>> CopyChecked(const Node& file, const SourceNode& src,
+                                               uint64_t offset, size_t size,
+                                               std::vector<uint8_t>* scratch) const;
+  // Fails when the member was found damaged before.
+  Status CrcNotBad(const Node& file, const SourceNode& src) const;
+  // Hands bytes a read serves to the CRC tracker; fails when they complete a damaged member.
+  Status ObserveCrc(const Node& file, const SourceNode& src, uint64_t offset,
+                    std::span<const uint8_t> bytes) const;
+  Status CrcFailure(const Node& file, const SourceNode& src, const std::string& why) const;
   SourceNode ToSource(const Node& merged) const;
   std::string KeyOrId(const Node& node) const;
 
@@ -186,12 +223,15 @@ class Filesystem {
   std::vector<uint32_t> shard_base_;   // merged mode: first global shard id of each source
   std::vector<Origin> origins_;        // merged mode: indexed by merged node id
   std::unique_ptr<std::atomic<bool>[]> shard_seen_;  // per global shard, for stats
+  std::vector<bool> shard_has_crc_;                  // per global shard: a zip of a zip set
+  std::unique_ptr<CrcTracker> crc_;                  // null with verify_crc off
   size_t shard_count_ = 0;
   FilesystemOptions options_;
   int64_t dir_mtime_ = 0;  // newest shard mtime: what directories report
   FsTotals totals_;
   std::vector<std::string> warnings_;
   mutable Stats stats_;
+  mutable RecentErrors errors_;
 };
 
 }  // namespace packfs

@@ -59,6 +59,10 @@ Result<VerifyReport> VerifyRemotePackSet(const std::string& location_in,
   const int n = OpenThreads(options, threads);
   PACKFS_ASSIGN_OR_RETURN(std::vector<RemoteShard> shards,
                           DiscoverRemoteShards(*store, catalog.get(), n));
+  // Without ranges every read of every shard would fail: one line now instead of a problem per
+  // shard and per catalog entry.
+  PACKFS_RETURN_IF_ERROR(ProbeRangeSupport(*store->http(), shards.front().url, shards.front().etag)
+                             .WithPrefix(location));
   for (const RemoteShard& s : shards) in.names.push_back(s.name);
   std::shared_ptr<const HttpClient> client = store->http();
   in.open = [&](size_t i) -> Result<std::unique_ptr<ShardSource>> {
@@ -83,6 +87,8 @@ Result<RemoteCatalogBuild> BuildRemoteCatalog(const std::string& location_in,
   // rebuilt may be the stale thing.
   PACKFS_ASSIGN_OR_RETURN(std::vector<RemoteShard> shards,
                           DiscoverRemoteShards(*store, nullptr, n));
+  PACKFS_RETURN_IF_ERROR(ProbeRangeSupport(*store->http(), shards.front().url, shards.front().etag)
+                             .WithPrefix(out.location));
   std::shared_ptr<const HttpClient> client = store->http();
   std::vector<ShardContent> contents(shards.size());
   std::vector<Status> errors(shards.size());

@@ -195,6 +195,11 @@ Result<std::unique_ptr<PackSet>> OpenRemotePackSet(const std::string& location_i
   if (fetched.ok()) {
     catalog = std::move(fetched).value();
     PACKFS_ASSIGN_OR_RETURN(shards, ValidateShards(*store, *catalog, base, location, threads));
+    // One request, whatever the number of shards: a server without ranges fails every read.
+    if (!shards.urls.empty()) {
+      PACKFS_RETURN_IF_ERROR(
+          ProbeRangeSupport(*store->http(), shards.urls[0], shards.etags[0]));
+    }
     hint = "the pack set at " + location + " changed on the server; remount it (run `mkpack " +
            "catalog` there and upload the new " + kCatalogFileName + " if its shards changed)";
   } else if (fetched.status().code() != Code::kNotFound) {

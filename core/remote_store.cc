@@ -35,4 +35,16 @@ Result<std::string> RemoteStore::Fetch(std::string_view name, size_t max_bytes) 
   return body;
 }
 
+Status ProbeRangeSupport(const HttpClient& http, const std::string& url, std::string_view etag) {
+  uint8_t head[4];
+  Result<size_t> got = http.GetRange(url, 0, head, etag);
+  if (got.ok()) return Status::OK();
+  if (got.status().code() != Code::kNotSupported) return got.status();
+  return Status::NotSupported(
+      "the server of " + url + " ignores HTTP Range requests (asked for bytes 0-3, it answered "
+      "200 with the whole object instead of 206 Partial Content); packfs and mkpack read shards "
+      "in byte ranges, so serve the pack set with a server that supports them (nginx, Apache, "
+      "Caddy and S3-compatible stores do; `python3 -m http.server` does not)");
+}
+
 }  // namespace packfs

@@ -42,4 +42,11 @@ class RemoteStore {
   std::unique_ptr<S3Client> s3_;
 };
 
+// Checks with one ranged GET of the first bytes of `url` (a shard; `etag` as for GetRange) that
+// its server honours Range. Every read of a remote shard is a ranged GET, so a server that
+// ignores Range (200 and the whole object instead of 206, as `python3 -m http.server` answers)
+// fails with NotSupported naming the URL and what to do, instead of failing every read later.
+// Other failures are the request's own.
+Status ProbeRangeSupport(const HttpClient& http, const std::string& url, std::string_view etag);
+
 }  // namespace packfs

@@ -20,6 +20,16 @@ SessionState& State(fuse_req_t req) {
   return *static_cast<SessionState*>(fuse_req_userdata(req));
 }
 
+// Logs an error and keeps it in the filesystem's list of recent errors (user.packfs.errors).
+void ReportError(const SessionState& s, uint64_t ino, const std::string& message) {
+  s.log->Error(message);
+  try {
+    s.fs->NoteError(ino, message);
+  } catch (...) {
+    // Out of memory while recording: the log line is out already.
+  }
+}
+
 // Runs one callback body; anything thrown becomes EIO and a log line instead of unwinding into
 // libfuse's C frames. Bodies reply before they can throw only in paths that cannot throw.
 template <typename Body>
@@ -27,21 +37,22 @@ void Guard(fuse_req_t req, const char* op, Body&& body) {
   try {
     body();
   } catch (const std::exception& e) {
-    State(req).log->Error(std::string(op) + ": internal error: " + e.what());
+    ReportError(State(req), 0, std::string(op) + ": internal error: " + e.what());
     State(req).fs->stats().CountError();
     fuse_reply_err(req, EIO);
   } catch (...) {
-    State(req).log->Error(std::string(op) + ": internal error (unknown exception)");
+    ReportError(State(req), 0, std::string(op) + ": internal error (unknown exception)");
     State(req).fs->stats().CountError();
     fuse_reply_err(req, EIO);
   }
 }
 
-// Replies with a core failure; errors other than "no such node" are logged.
-void ReplyStatus(fuse_req_t req, const char* op, const Status& st) {
+// Replies with a core failure about node `ino`; errors other than "no such node" are logged and
+// recorded.
+void ReplyStatus(fuse_req_t req, const char* op, fuse_ino_t ino, const Status& st) {
   SessionState& s = State(req);
   s.fs->stats().CountError();
-  if (st.code() != Code::kNotFound) s.log->Error(std::string(op) + ": " + st.message());
+  if (st.code() != Code::kNotFound) ReportError(s, ino, std::string(op) + ": " + st.message());
   fuse_reply_err(req, ErrnoOf(st));
 }
 
@@ -105,7 +116,7 @@ void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     // A lookup by path is nearly always followed by a read: the disk read of a small file
     // starts now, overlapping the round trips of the reply, the open and the READ request.
     Result<std::optional<Attr>> r = s.fs->Lookup(parent, name, s.config.prefetch_max);
-    if (!r.ok()) return ReplyStatus(req, "lookup", r.status());
+    if (!r.ok()) return ReplyStatus(req, "lookup", parent, r.status());
     if (!*r) {
       // A negative entry (ino 0) with a timeout: the kernel caches the absence of the name.
       fuse_entry_param e;
@@ -137,7 +148,7 @@ void OpGetattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
     SessionState& s = State(req);
     s.fs->stats().Count(RequestKind::kGetattr);
     Result<Attr> r = s.fs->GetAttr(ino);
-    if (!r.ok()) return ReplyStatus(req, "getattr", r.status());
+    if (!r.ok()) return ReplyStatus(req, "getattr", ino, r.status());
     struct stat st = ToStat(*r);
     fuse_reply_attr(req, &st, s.config.attr_timeout);
   });
@@ -152,7 +163,7 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
       return (void)fuse_reply_err(req, EROFS);
     }
     Result<Attr> r = s.fs->GetAttr(ino);
-    if (!r.ok()) return ReplyStatus(req, "open", r.status());
+    if (!r.ok()) return ReplyStatus(req, "open", ino, r.status());
     if (r->is_dir()) return (void)fuse_reply_err(req, EISDIR);
     // With no-open support the kernel stops sending OPEN (and RELEASE) after this answer and
     // keeps the page cache across opens: one request less per file.
@@ -182,7 +193,7 @@ bool ReadAndPush(fuse_req_t req, SessionState& s, fuse_ino_t ino, size_t size, o
       ino, static_cast<uint64_t>(off), size, pusher.window(),
       s.config.zero_copy ? s.config.zero_copy_min : SIZE_MAX, [&pusher](uint64_t i) { return pusher.Wanted(i); }, &job.buf, &job.followers);
   if (!got.ok()) {
-    ReplyStatus(req, "read", got.status());
+    ReplyStatus(req, "read", ino, got.status());
     return true;
   }
   if (!*got) return false;
@@ -216,11 +227,12 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
     Result<ReadExtent> ext = ReadExtent{};
     if (s.config.zero_copy && size >= s.config.zero_copy_min) {
       ext = s.fs->PrepareRead(ino, static_cast<uint64_t>(off), size);
-      if (!ext.ok()) return ReplyStatus(req, "read", ext.status());
+      if (!ext.ok()) return ReplyStatus(req, "read", ino, ext.status());
       if (ext->length == 0) return (void)fuse_reply_buf(req, nullptr, 0);
     }
-    // Synthesized files (no fd behind their bytes) take the copying path below.
-    if (ext->lease && ext->lease->fd() >= 0) {
+    // Synthesized files (no fd behind their bytes) and bytes whose CRC-32 is still to be checked
+    // take the copying path below.
+    if (ext->lease && ext->lease->fd() >= 0 && !ext->copy_to_check) {
       // The reply's data is a window of the shard fd: libfuse splices it into /dev/fuse (or
       // preads it into its buffer) without another copy of ours. The lease keeps the fd open
       // until fuse_reply_data returns.
@@ -246,7 +258,7 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
     } scratch{s.read_buffers, s.read_buffers.Take()};
     Result<std::span<const uint8_t>> got =
         s.fs->ReadCopy(ino, static_cast<uint64_t>(off), size, &scratch.buf);
-    if (!got.ok()) return ReplyStatus(req, "read", got.status());
+    if (!got.ok()) return ReplyStatus(req, "read", ino, got.status());
     stats.AddBytes(got->size());
     fuse_reply_buf(req, reinterpret_cast<const char*>(got->data()), got->size());
   });
@@ -260,7 +272,7 @@ void OpOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     s.fs->stats().Count(RequestKind::kOpendir);
     if ((fi->flags & O_ACCMODE) != O_RDONLY) return (void)fuse_reply_err(req, EROFS);
     Result<Attr> r = s.fs->GetAttr(ino);
-    if (!r.ok()) return ReplyStatus(req, "opendir", r.status());
+    if (!r.ok()) return ReplyStatus(req, "opendir", ino, r.status());
     if (!r->is_dir()) return (void)fuse_reply_err(req, ENOTDIR);
     // With no-opendir support the kernel stops sending OPENDIR (and RELEASEDIR) after this
     // answer and opens every directory as if we had set cache_readdir and keep_cache: a listing
@@ -287,7 +299,7 @@ void ReadDirCommon(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool 
     size_t per_entry = plus ? 160 : 32;
     std::vector<DirEntry> entries;
     Status st = s.fs->ReadDir(ino, static_cast<uint64_t>(off), size / per_entry + 1, &entries);
-    if (!st.ok()) return ReplyStatus(req, op, st);
+    if (!st.ok()) return ReplyStatus(req, op, ino, st);
     std::vector<char> buf(size);
     size_t used = 0;
     for (const DirEntry& d : entries) {
@@ -345,7 +357,7 @@ void OpGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
     SessionState& s = State(req);
     s.fs->stats().Count(RequestKind::kGetxattr);
     Result<std::optional<std::string>> r = s.fs->GetXattr(ino, name);
-    if (!r.ok()) return ReplyStatus(req, "getxattr", r.status());
+    if (!r.ok()) return ReplyStatus(req, "getxattr", ino, r.status());
     if (!*r) return (void)fuse_reply_err(req, ENODATA);
     ReplyXattrValue(req, **r, size);
   });
@@ -356,7 +368,7 @@ void OpListxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
     SessionState& s = State(req);
     s.fs->stats().Count(RequestKind::kListxattr);
     Result<std::vector<std::string>> r = s.fs->ListXattr(ino);
-    if (!r.ok()) return ReplyStatus(req, "listxattr", r.status());
+    if (!r.ok()) return ReplyStatus(req, "listxattr", ino, r.status());
     std::string names;
     for (const auto& n : *r) names.append(n).push_back('\0');
     ReplyXattrValue(req, names, size);

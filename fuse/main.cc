@@ -9,11 +9,13 @@
 // sources, mounts and reports over a pipe from the kernel's INIT (or sends its error); the parent
 // waits for that one message, prints any error and exits with the child's verdict. Forking comes
 // before anything opens SQLite or starts threads, so the child never inherits either.
+#include <dirent.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -26,11 +28,13 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "git_rev.h"
 #include "core/byte_size.h"
 #include "core/filesystem.h"
+#include "core/json.h"
 #include "core/lerobot_view.h"
 #include "core/loose_dir.h"
 #include "core/pack_set.h"
@@ -63,6 +67,7 @@ struct Cli {
   std::string cache_size;
   std::string disk_cache;
   std::string disk_cache_size;
+  std::string log;
 };
 
 // Undoes \040-style escapes of /proc/self/mountinfo.
@@ -110,6 +115,23 @@ Result<std::string> CheckMountpoint(const std::string& path) {
   return real;
 }
 
+// True when directory `path` holds anything besides "." and ".." (false when it cannot be read:
+// then there is nothing to warn about that we know of).
+bool HasEntries(const std::string& path) {
+  DIR* dir = ::opendir(path.c_str());
+  if (dir == nullptr) return false;
+  bool any = false;
+  while (const dirent* e = ::readdir(dir)) {
+    const std::string_view name = e->d_name;
+    if (name != "." && name != "..") {
+      any = true;
+      break;
+    }
+  }
+  ::closedir(dir);
+  return any;
+}
+
 // A SOURCE: a pack directory, or one tar shard (then `file` is its name inside `dir`).
 struct SourceArg {
   std::string dir;   // absolute
@@ -134,6 +156,15 @@ Result<SourceArg> CheckSource(const std::string& path) {
   return SourceArg{real.parent_path().string(), real.filename().string()};
 }
 
+// `path` made absolute against the current directory, which the daemon leaves (chdir("/")) before
+// it opens anything: every path option goes through here before the fork. "" stays "".
+std::string AbsolutePath(const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  std::error_code ec;
+  std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  return ec ? path : abs.lexically_normal().string();
+}
+
 // Everything resolved from the command line, before any fork.
 struct Plan {
   std::vector<std::string> sources;  // absolute
@@ -150,7 +181,26 @@ struct Plan {
   int threads = 8;
   bool foreground = false;
   bool debug = false;
+  // For stderr before the mount starts (e.g. a non-empty mountpoint).
+  std::vector<std::string> warnings;
+  std::string log_file;          // --log / -o log= (absolute), or ""
+  std::string default_log_file;  // where a daemon logs when syslog is unreachable
 };
+
+// <cache dir>/mount-<last component of the mountpoint>-<8 hex digits of its hash>.log: one file
+// per mountpoint, found by its name, kept apart from another mountpoint of the same name.
+std::string DefaultLogFile(const std::string& cache_dir, const std::string& mountpoint) {
+  std::string name = std::filesystem::path(mountpoint).filename().string();
+  for (char& c : name) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == '/') c = '_';
+  }
+  if (name.size() > 64) name.resize(64);
+  if (name.empty()) name = "root";
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x",
+                static_cast<unsigned>(XXH3_64bits(mountpoint.data(), mountpoint.size())));
+  return cache_dir + "/mount-" + name + "-" + hex + ".log";
+}
 
 // 512 MiB, but at most an eighth of the RAM (and at least 64 MiB): enough to hold the read-ahead
 // of several sequential readers (64 MiB windows) plus a working set of small files, without
@@ -172,6 +222,12 @@ Result<Plan> MakePlan(const Cli& cli) {
   Plan plan;
   for (const auto& o : cli.o) PACKFS_RETURN_IF_ERROR(ParseMountOptions(o, &plan.mount));
   PACKFS_ASSIGN_OR_RETURN(plan.mountpoint, CheckMountpoint(cli.paths.back()));
+  if (!plan.mount.nonempty && HasEntries(plan.mountpoint)) {
+    // As mount(8) users expect: libfuse 3 mounts over a non-empty directory without a word.
+    plan.warnings.push_back("warning: mountpoint " + plan.mountpoint + " is not empty; what it "
+                            "holds is hidden while packfs is mounted there (-o nonempty "
+                            "silences this warning)");
+  }
   std::set<std::string> seen;
   bool any_remote = false;
   for (size_t i = 0; i + 1 < cli.paths.size(); ++i) {
@@ -208,6 +264,7 @@ Result<Plan> MakePlan(const Cli& cli) {
   plan.fs.uid = plan.mount.uid.value_or(::getuid());
   plan.fs.gid = plan.mount.gid.value_or(::getgid());
   plan.fs.umask = plan.mount.umask.value_or(0);
+  plan.fs.verify_crc = plan.mount.crc;
   std::string collision = !cli.on_collision.empty() ? cli.on_collision
                                                     : plan.mount.on_collision.value_or("error");
   if (collision == "first") {
@@ -231,7 +288,7 @@ Result<Plan> MakePlan(const Cli& cli) {
                                      "SOURCE");
     }
     plan.pack.catalog_use = PackSetOptions::CatalogUse::kRequire;
-    plan.pack.catalog_path = catalog;
+    plan.pack.catalog_path = AbsolutePath(catalog);
   }
   if (cli.lerobot && cli.no_lerobot) {
     return Status::InvalidArgument("--lerobot and --no-lerobot contradict each other");
@@ -244,10 +301,11 @@ Result<Plan> MakePlan(const Cli& cli) {
   if (!cli.region.empty()) plan.remote.s3.region = cli.region;
   if (cli.anonymous) plan.remote.s3.anonymous = true;
   if (cli.max_connections > 0) plan.remote.http.max_connections = cli.max_connections;
-  if (!cli.cache_dir.empty()) {
-    std::error_code ec;
-    plan.remote.cache_dir = std::filesystem::absolute(cli.cache_dir, ec).string();
-  }
+  plan.remote.cache_dir = AbsolutePath(cli.cache_dir);
+  plan.log_file = AbsolutePath(!cli.log.empty() ? cli.log : plan.mount.log.value_or(""));
+  plan.default_log_file = DefaultLogFile(
+      plan.remote.cache_dir.empty() ? DefaultRemoteCacheDir() : plan.remote.cache_dir,
+      plan.mountpoint);
   if (!cli.cache_size.empty()) {
     Result<uint64_t> n = ParseByteSize(cli.cache_size);
     if (!n.ok()) return n.status().WithPrefix("--cache-size");
@@ -255,10 +313,7 @@ Result<Plan> MakePlan(const Cli& cli) {
   } else {
     plan.remote.read.memory_bytes = DefaultMemoryCacheBytes();
   }
-  if (!cli.disk_cache.empty()) {
-    std::error_code ec;
-    plan.remote.read.disk_dir = std::filesystem::absolute(cli.disk_cache, ec).string();
-  }
+  plan.remote.read.disk_dir = AbsolutePath(cli.disk_cache);
   if (!cli.disk_cache_size.empty()) {
     if (cli.disk_cache.empty()) {
       return Status::InvalidArgument("--disk-cache-size needs --disk-cache DIR");
@@ -360,7 +415,23 @@ int RunMount(const Plan& plan, int ready_fd) {
     }
     return 1;
   };
+  const bool daemon = ready_fd >= 0;
+  if (!plan.log_file.empty()) {
+    Status st = log.UseFile(plan.log_file, false);
+    if (!st.ok()) return fail(st.WithPrefix("--log"));
+  } else if (daemon && !Logger::SyslogReachable()) {
+    // Nothing listens on /dev/log (a container, say): syslog(3) would drop every message.
+    Status st = log.UseFile(plan.default_log_file, true);
+    if (!st.ok()) {
+      log.Warning(st.message() + "; once in the background this mount's messages are lost " +
+                  "(choose a log file with --log)");
+    }
+  }
   Plan opened = plan;
+  if (!log.file().empty()) {
+    // Where the messages go, for whoever wonders (user.packfs.stats).
+    opened.fs.extra_stats = [file = log.file()] { return "\"log_file\": " + JsonString(file); };
+  }
   if (std::any_of(plan.sources.begin(), plan.sources.end(), IsRemoteLocation)) {
     // One reader for every remote source: one memory bound, one set of read-ahead threads
     // (started here, after the fork).
@@ -368,7 +439,9 @@ int RunMount(const Plan& plan, int ready_fd) {
     if (!reader.ok()) return fail(reader.status());
     opened.remote.reader = *reader;
     // Its counters go into the user.packfs.stats attribute beside the request counters.
-    opened.fs.extra_stats = [r = *reader] { return r->StatsJson(); };
+    opened.fs.extra_stats = [r = *reader, before = opened.fs.extra_stats] {
+      return (before ? before() + ", " : std::string()) + r->StatsJson();
+    };
   }
   std::shared_ptr<UringCounters> uring_counters;
   if (plan.mount.io_uring) {
@@ -394,11 +467,11 @@ int RunMount(const Plan& plan, int ready_fd) {
   params.debug = plan.debug;
   params.io_uring = plan.mount.io_uring;
   params.uring_counters = uring_counters;
-  bool daemon = ready_fd >= 0;
   auto on_ready = [&log, &ready_fd, daemon] {
     if (!daemon) return;
-    // From here on nobody reads our terminal: errors go to syslog, stdio to /dev/null.
-    log.UseSyslog();
+    // From here on nobody reads our terminal: messages go to the log file or syslog, stdio to
+    // /dev/null.
+    log.Detach();
     WriteAll(ready_fd, "O");
     ::close(ready_fd);
     ready_fd = -1;
@@ -483,8 +556,8 @@ int main(int argc, char** argv) {
                "foreground, trace every FUSE request, print the stats at unmount");
   app.add_option("-o", cli.o,
                  "mount options: allow_other, uid=N, gid=N, umask=OCTAL, max_read=N, "
-                 "catalog=PATH|none, threads=N, on_collision=first|last, nozerocopy, open, "
-                 "io_uring, ...")
+                 "catalog=PATH|none, threads=N, on_collision=first|last, log=FILE, nonempty, "
+                 "nocrc, nozerocopy, open, io_uring, ...")
       ->allow_extra_args(false);
   app.add_option("--threads", cli.threads, "FUSE worker threads (default 8)")
       ->check(CLI::Range(1, 1024));
@@ -509,8 +582,8 @@ int main(int argc, char** argv) {
                  "concurrent HTTP requests to remote sources (default 8)")
       ->check(CLI::Range(1, 1024));
   app.add_option("--cache-dir", cli.cache_dir,
-                 "where catalogs of remote sources are cached (default: "
-                 "$XDG_CACHE_HOME/packfs or ~/.cache/packfs)");
+                 "where catalogs of remote sources are cached, and the default log file "
+                 "(default: $XDG_CACHE_HOME/packfs or ~/.cache/packfs)");
   app.add_option("--cache-size", cli.cache_size,
                  "memory for blocks of remote sources, e.g. 512M or 2G (default 512M, at most "
                  "1/8 of the RAM)");
@@ -520,6 +593,12 @@ int main(int argc, char** argv) {
   app.add_option("--disk-cache-size", cli.disk_cache_size,
                  "bound of the --disk-cache directory, e.g. 10G (default 10G; least "
                  "recently used objects deleted beyond it)");
+  app.add_option("--log", cli.log,
+                 "append the mount's messages (errors of reads, warnings) to FILE; once in the "
+                 "background they go there instead of syslog. Default: syslog, or where nothing "
+                 "listens on /dev/log (containers) the file mount-NAME-HASH.log in the cache "
+                 "directory (NAME: the mountpoint's last component). The root's "
+                 "user.packfs.errors attribute also holds the last 100 errors");
   CLI11_PARSE(app, argc, argv);
 
   Result<Plan> plan = MakePlan(cli);
@@ -527,6 +606,7 @@ int main(int argc, char** argv) {
     std::cerr << "packfs: " << plan.status().message() << "\n";
     return 1;
   }
+  for (const auto& w : plan->warnings) std::cerr << "packfs: " << w << "\n";
   if (plan->foreground) return RunMount(*plan, -1);
   return Daemonize(*plan);
 }

@@ -69,6 +69,9 @@ Status ParseMountOptions(std::string_view list, MountOptions* out) {
       }
     } else if (name == "catalog") {
       out->catalog = std::string(value);
+    } else if (name == "log") {
+      if (value.empty()) return Status::InvalidArgument("mount option log= needs a file name");
+      out->log = std::string(value);
     } else if (name == "on_collision" || name == "on-collision") {
       out->on_collision = std::string(value);
     } else if (opt == "nozerocopy") {
@@ -84,12 +87,17 @@ Status ParseMountOptions(std::string_view list, MountOptions* out) {
       out->push_window = *v;
     } else if (opt == "nopush") {
       out->push_window = 0;
+    } else if (opt == "nocrc") {
+      out->crc = false;
     } else if (opt == "io_uring") {
       out->io_uring = true;
     } else if (opt == "open") {
       out->no_open = false;
     } else if (opt == "debug") {
       out->debug = true;
+    } else if (opt == "nonempty") {
+      // fuse2's option; libfuse 3 mounts over non-empty directories and refuses the option.
+      out->nonempty = true;
     } else if (!Dropped(opt)) {
       out->fuse_options.emplace_back(opt);
     }

@@ -1,9 +1,8 @@
 // Mount options: splits `-o a,b=c` lists into what packfs handles itself (uid=, gid=, umask=,
-// catalog=, on_collision=, threads=, nozerocopy, nosplice, noprefetch, push=, nopush, open,
-// io_uring) and what
-// goes to libfuse and the kernel (allow_other, max_read=, ...), dropping what only mount(8) and
-// fstab use (defaults, noauto, nofail, _netdev, user, x-*, ...). Pure functions;
-// thread-compatible.
+// catalog=, on_collision=, threads=, log=, nozerocopy, nosplice, noprefetch, push=, nopush,
+// nocrc, nonempty, open, io_uring) and what goes to libfuse and the kernel (allow_other,
+// max_read=, ...), dropping what only mount(8) and fstab use (defaults, noauto, nofail, _netdev,
+// user, x-*, ...). Pure functions; thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +21,7 @@ struct MountOptions {
   std::optional<uint32_t> umask;
   std::optional<std::string> catalog;       // path, or "none"
   std::optional<std::string> on_collision;  // "error" | "first" | "last"
+  std::optional<std::string> log;           // -o log=FILE
   std::optional<int> threads;
   std::optional<uint32_t> max_read;         // -o max_read=N (libfuse needs it in INIT too)
   bool zero_copy = true;
@@ -30,7 +30,9 @@ struct MountOptions {
   bool io_uring = false;                    // -o io_uring: serve over FUSE io_uring
   bool prefetch = true;                     // -o noprefetch: no read-ahead at lookup
   std::optional<uint64_t> push_window;      // -o push=SIZE (bytes), -o nopush (0)
+  bool crc = true;                          // -o nocrc: no CRC-32 checks of members
   bool debug = false;                       // -o debug
+  bool nonempty = false;                    // -o nonempty: no warning for a non-empty mountpoint
   std::vector<std::string> fuse_options;    // passed on, in order
 };
 

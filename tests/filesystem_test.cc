@@ -1,5 +1,6 @@
 // Tests of the core Filesystem without FUSE: lookup, getattr, readdir offsets, reads, xattrs,
-// statfs totals, merging of several sources and their collisions, damaged members.
+// statfs totals, merging of several sources and their collisions, damaged members (headers, and
+// data bytes caught by the CRC-32 checks), and the list of recent errors.
 #include "core/filesystem.h"
 
 #include <fcntl.h>
@@ -8,7 +9,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "tests/support/mount_util.h"
 #include "tests/support/test_util.h"
@@ -294,6 +297,125 @@ TEST_F(FilesystemTest, DamagedLocalHeaderFailsThatMemberOnly) {
       EXPECT_EQ(ReadAll(*fs_, other->ino), files_[key]) << key;
     }
   }
+}
+
+// Flips one byte of `key`'s data at `at` inside its shard, keeping the shard's size and mtime
+// (what the catalog and the shard checks compare), so that only the CRC-32 can tell.
+void DamageMember(const Filesystem& fs, uint64_t ino, uint64_t at) {
+  auto shard = fs.GetXattr(ino, Filesystem::kXattrShard);
+  auto offset = fs.GetXattr(ino, Filesystem::kXattrOffset);
+  ASSERT_TRUE(shard.ok() && *shard && offset.ok() && *offset);
+  const std::string path = **shard;
+  struct stat before;
+  ASSERT_EQ(::stat(path.c_str(), &before), 0);
+  int fd = ::open(path.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  const off_t pos = static_cast<off_t>(std::stoull(**offset) + at);
+  char c = 0;
+  ASSERT_EQ(::pread(fd, &c, 1, pos), 1);
+  c = static_cast<char>(c ^ 0x20);
+  ASSERT_EQ(::pwrite(fd, &c, 1, pos), 1);
+  ::close(fd);
+  struct timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+}
+
+TEST_F(FilesystemTest, CrcMismatchOfAWholeReadFailsThatMemberOnly) {
+  auto a = Resolve(*fs_, "a/b/c.txt");
+  DamageMember(*fs_, a->ino, 3);
+  std::vector<uint8_t> buf(4096);
+  auto r = fs_->Read(a->ino, 0, buf);  // the whole member in one read, as the kernel asks
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().err(), EIO);
+  const std::string& m = r.status().message();
+  EXPECT_NE(m.find("'a/b/c.txt' from media/pack-"), std::string::npos) << m;
+  EXPECT_NE(m.find("CRC-32 mismatch"), std::string::npos) << m;
+  EXPECT_NE(m.find("mkpack verify"), std::string::npos) << m;
+  // From now on every read of it fails, a part too, and the zero-copy path too.
+  auto part = fs_->Read(a->ino, 5, std::span<uint8_t>(buf.data(), 4));
+  ASSERT_FALSE(part.ok());
+  EXPECT_NE(part.status().message().find("failed their CRC-32 check"), std::string::npos);
+  EXPECT_FALSE(fs_->PrepareRead(a->ino, 0, 4096).ok());
+  // Every other member reads, those of the same shard included.
+  for (const auto& [key, content] : files_) {
+    if (key == "a/b/c.txt") continue;
+    EXPECT_EQ(ReadAll(*fs_, Resolve(*fs_, key)->ino), content) << key;
+  }
+  auto stats = fs_->GetXattr(kRootId, Filesystem::kXattrStats);
+  const nlohmann::json j = nlohmann::json::parse(**stats);
+  EXPECT_EQ(j["crc32"]["bad"], 1);
+  EXPECT_EQ(j["crc32"]["good"], files_.size() - 2);  // all but c.txt and the empty file
+}
+
+TEST_F(FilesystemTest, CrcMismatchInPiecesFailsTheReadThatCompletesIt) {
+  auto d = Resolve(*fs_, "a/d.bin");  // 100000 bytes
+  DamageMember(*fs_, d->ino, 50000);
+  // Read in 10000-byte pieces, last piece first: only the read that completes the member fails.
+  std::vector<uint8_t> buf(10000);
+  for (uint64_t at = 90000;; at -= 10000) {
+    auto r = fs_->Read(d->ino, at, buf);
+    if (at == 0) {
+      ASSERT_FALSE(r.ok());
+      EXPECT_NE(r.status().message().find("CRC-32 mismatch"), std::string::npos);
+      break;
+    }
+    ASSERT_TRUE(r.ok()) << at << ": " << r.status().ToString();
+  }
+  EXPECT_FALSE(fs_->Read(d->ino, 90000, buf).ok());
+}
+
+TEST_F(FilesystemTest, ZeroCopyWaitsForTheCrcCheck) {
+  auto d = Resolve(*fs_, "a/d.bin");
+  auto ext = fs_->PrepareRead(d->ino, 0, 65536);
+  ASSERT_TRUE(ext.ok());
+  EXPECT_TRUE(ext->copy_to_check);
+  EXPECT_EQ(ext->lease, nullptr);
+  EXPECT_EQ(ext->length, 65536u);
+  EXPECT_EQ(ReadAll(*fs_, d->ino), files_["a/d.bin"]);  // 7-byte reads: judged in pieces
+  ext = fs_->PrepareRead(d->ino, 0, 65536);
+  ASSERT_TRUE(ext.ok());
+  EXPECT_FALSE(ext->copy_to_check);
+  ASSERT_NE(ext->lease, nullptr);
+  EXPECT_GE(ext->lease->fd(), 0);
+}
+
+TEST_F(FilesystemTest, WithoutCrcChecksDamagedBytesAreServed) {
+  std::vector<std::unique_ptr<PackSet>> sets;
+  sets.push_back(OpenSet(tmp_ / "media"));
+  FilesystemOptions opts;
+  opts.verify_crc = false;
+  auto fs = Filesystem::Open(std::move(sets), opts);
+  ASSERT_TRUE(fs.ok());
+  auto a = Resolve(**fs, "a/b/c.txt");
+  DamageMember(**fs, a->ino, 3);
+  std::string want = files_["a/b/c.txt"];
+  want[3] = static_cast<char>(want[3] ^ 0x20);
+  EXPECT_EQ(ReadAll(**fs, a->ino), want);
+  auto ext = (*fs)->PrepareRead(Resolve(**fs, "a/d.bin")->ino, 0, 65536);
+  ASSERT_TRUE(ext.ok());
+  EXPECT_FALSE(ext->copy_to_check);
+  EXPECT_EQ((*fs)->StatsJson().find("crc32"), std::string::npos);
+}
+
+TEST_F(FilesystemTest, RecentErrorsNameFileAndShard) {
+  auto errors = fs_->GetXattr(kRootId, Filesystem::kXattrErrors);
+  ASSERT_TRUE(errors.ok() && *errors);
+  EXPECT_EQ(**errors, "[]");
+  auto names = fs_->ListXattr(kRootId);
+  ASSERT_TRUE(names.ok());
+  EXPECT_NE(std::find(names->begin(), names->end(), Filesystem::kXattrErrors), names->end());
+  auto a = Resolve(*fs_, "a/b/c.txt");
+  fs_->NoteError(a->ino, "read: something failed");
+  fs_->NoteError(Resolve(*fs_, "a")->ino, "readdir: also failed");
+  fs_->NoteError(0, "no file in particular");
+  const nlohmann::json j = nlohmann::json::parse(**fs_->GetXattr(kRootId, Filesystem::kXattrErrors));
+  ASSERT_EQ(j.size(), 3u);
+  EXPECT_EQ(j[0]["path"], "a/b/c.txt");
+  EXPECT_EQ(j[0]["shard"].get<std::string>().rfind("media/pack-", 0), 0u) << j;
+  EXPECT_EQ(j[0]["message"], "read: something failed");
+  EXPECT_EQ(j[1]["path"], "a");
+  EXPECT_EQ(j[1]["shard"], "");
+  EXPECT_EQ(j[2]["path"], "");
 }
 
 class MergeTest : public ::testing::Test {

@@ -180,6 +180,23 @@ TEST_F(LifecycleTest, FstabLineThroughTheHelper) {
   EXPECT_TRUE(WaitMounted(mnt_, false));
 }
 
+// mount(8) passes -o values as typed: a relative catalog= is relative to where mount ran.
+TEST_F(LifecycleTest, MountTypeWithRelativeCatalog) {
+  if (::getuid() != 0) GTEST_SKIP() << "mount(8) needs root";
+  TempSymlink link(std::string(PACKFS_SOURCE_DIR) + "/scripts/mount.fuse.packfs",
+                   "/sbin/mount.fuse.packfs");
+  if (!link.made()) GTEST_SKIP() << "/sbin/mount.fuse.packfs exists already";
+  auto cat = testing::Run({testing::MkpackPath(), "catalog", tmp_ / "media"});
+  ASSERT_EQ(cat.exit_code, 0) << cat.err;
+  auto r = testing::Sh("cd '" + tmp_.path() + "' && PACKFS_BIN='" + testing::PackfsPath() +
+                       "' mount -t fuse.packfs media mnt -o ro,catalog=media/.packfs-catalog.sqlite "
+                       "2>&1 </dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(testing::ReadFile(mnt_ + "/f4"), testing::ReadFile(tmp_ / "tree/f4"));
+  EXPECT_EQ(testing::Run({"umount", mnt_}).exit_code, 0);
+  EXPECT_TRUE(WaitMounted(mnt_, false));
+}
+
 TEST_F(LifecycleTest, MountFuse3HashForm) {
   auto r = Sh(PathWithPackfs() + "mount.fuse3 'packfs#" + tmp_ / "media" + "' '" + mnt_ +
               "' -o ro 2>&1");

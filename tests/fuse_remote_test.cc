@@ -145,6 +145,31 @@ TEST_F(RemoteMountTest, HttpMountServesEveryFileByteForByte) {
   EXPECT_TRUE(cached);
 }
 
+// --cache-dir and --disk-cache relative to where packfs ran: the daemon leaves that directory,
+// so they must be made absolute before it does.
+TEST_F(RemoteMountTest, RelativeCacheDirectories) {
+  auto r = testing::Sh("cd '" + mnt_dir_.path() + "' && '" + testing::PackfsPath() +
+                       "' --cache-dir cache --disk-cache dcache '" + server_->url() +
+                       "/media' mnt </dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(testing::IsMounted(Mnt()));
+  std::string bytes;
+  EXPECT_EQ(ReadAll(Mnt() + "/small/exact20k.bin", &bytes), 0);
+  EXPECT_TRUE(bytes == testing::ReadFile(*tmp_ / "src/small/exact20k.bin"));
+  EXPECT_EQ(testing::Run({"fusermount3", "-u", Mnt()}).exit_code, 0);
+  ASSERT_TRUE(testing::WaitMounted(Mnt(), false));
+  size_t catalogs = 0, cached = 0;
+  for (const auto& e : fs::directory_iterator(mnt_dir_ / "cache")) {
+    catalogs += e.path().filename().string().rfind("media-", 0) == 0;
+  }
+  for (const auto& e : fs::recursive_directory_iterator(mnt_dir_ / "dcache")) {
+    cached += e.is_regular_file();
+  }
+  EXPECT_EQ(catalogs, 2u);  // the catalog and its sidecar
+  EXPECT_GT(cached, 0u);
+  EXPECT_FALSE(fs::exists("/cache") || fs::exists("/dcache"));
+}
+
 TEST_F(RemoteMountTest, FfprobeReadsAnMp4Member) {
   if (!fs::exists(*tmp_ / "src/video/clip.mp4") || !testing::HasCommand("ffprobe")) {
     GTEST_SKIP() << "no ffmpeg/ffprobe";
@@ -181,6 +206,55 @@ TEST_F(RemoteMountTest, HttpWithoutCatalogIsRefusedWithAdvice) {
   EXPECT_NE(m.result().exit_code, 0);
   EXPECT_NE(m.result().err.find(".packfs-catalog.sqlite"), std::string::npos) << m.result().err;
   EXPECT_NE(m.result().err.find("mkpack catalog"), std::string::npos) << m.result().err;
+}
+
+// `python3 -m http.server` answers a ranged GET with the whole file: every read would fail, so
+// the mount is refused, with the reason on stderr and nothing left mounted.
+TEST_F(RemoteMountTest, ServerWithoutRangesIsRefusedAtMount) {
+  std::string why;
+  auto plain = testing::PythonHttpServer::Start(*tmp_ / "www", &why);
+  if (plain == nullptr) GTEST_SKIP() << why;
+  Mount m({plain->url() + "/media"}, Mnt(), CacheArgs());
+  EXPECT_NE(m.result().exit_code, 0);
+  EXPECT_FALSE(testing::IsMounted(Mnt()));
+  const std::string& err = m.result().err;
+  EXPECT_NE(err.find("ignores HTTP Range requests"), std::string::npos) << err;
+  EXPECT_NE(err.find(plain->url() + "/media/pack-0000.zip"), std::string::npos) << err;
+}
+
+// A member whose bytes were damaged on the server (size, mtime and so ETag kept) fails its
+// CRC-32 check: EIO, named in user.packfs.errors; its neighbours still read.
+TEST_F(RemoteMountTest, DamagedMemberOnTheServerIsEio) {
+  const std::string dir = *tmp_ / "www/crc/media";
+  auto cp = testing::Sh("mkdir -p '" + dir + "' && cp -p '" + (*tmp_ / "www/media") +
+                        "'/pack-*.zip '" + (*tmp_ / "www/media/.packfs-catalog.sqlite") + "' '" +
+                        dir + "'/");
+  ASSERT_EQ(cp.exit_code, 0) << cp.err;
+  auto where = testing::Run({testing::MkpackPath(), "resolve", dir, "small/exact20k.bin"});
+  ASSERT_EQ(where.exit_code, 0) << where.err;
+  std::istringstream fields(where.out);
+  std::string shard, offset;
+  std::getline(fields, shard, '\t');
+  std::getline(fields, offset, '\t');
+  auto damage = testing::Sh(
+      "cp -p '" + shard + "' '" + mnt_dir_ / "stamp" + "' && python3 -c \"import sys\n"
+      "f = open(sys.argv[1], 'r+b'); f.seek(int(sys.argv[2])); b = f.read(1)\n"
+      "f.seek(int(sys.argv[2])); f.write(bytes([b[0] ^ 1]))\" '" + shard + "' " +
+      std::to_string(std::stoull(offset) + 100) + " && touch -r '" + mnt_dir_ / "stamp" + "' '" +
+      shard + "'");
+  ASSERT_EQ(damage.exit_code, 0) << damage.err;
+  Mount m({server_->url() + "/crc/media"}, Mnt(), CacheArgs());
+  ASSERT_TRUE(m.ok()) << m.result().err;
+  std::string bytes;
+  EXPECT_EQ(ReadAll(Mnt() + "/small/exact20k.bin", &bytes), EIO);
+  EXPECT_EQ(ReadAll(Mnt() + "/big/b.bin", &bytes), 0);
+  EXPECT_TRUE(bytes == testing::ReadFile(*tmp_ / "src/big/b.bin"));
+  std::string errors(1 << 16, '\0');
+  ssize_t n = ::getxattr(Mnt().c_str(), "user.packfs.errors", errors.data(), errors.size());
+  ASSERT_GT(n, 0);
+  errors.resize(static_cast<size_t>(n));
+  EXPECT_NE(errors.find("\"path\": \"small/exact20k.bin\""), std::string::npos) << errors;
+  EXPECT_NE(errors.find("CRC-32 mismatch"), std::string::npos) << errors;
 }
 
 TEST_F(RemoteMountTest, UnreachableServerFailsTheMount) {

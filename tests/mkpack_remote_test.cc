@@ -153,6 +153,25 @@ TEST_F(MkpackRemoteTest, HttpVerifyOfAMissingSetNamesTheUrl) {
   EXPECT_NE(r.err.find(Url("nothing/media")), std::string::npos) << r.err;
 }
 
+// `python3 -m http.server` answers ranged GETs with the whole file: verify says so in one line
+// (exit 2) instead of a problem for every shard and catalog entry; catalog refuses the same way.
+TEST_F(MkpackRemoteTest, ServerWithoutRangesIsOneClearLine) {
+  std::string why;
+  auto plain = testing::PythonHttpServer::Start(*tmp_ / "www", &why);
+  if (plain == nullptr) GTEST_SKIP() << why;
+  const std::string url = plain->url() + "/media";
+  RunResult r = Mkpack({"verify", url, "--cache-dir", Cache()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(Split(r.err, '\n').size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("ignores HTTP Range requests"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(url + "/pack-0000.zip"), std::string::npos) << r.err;
+  r = Mkpack({"catalog", url, "-o", cache_ / "cat.sqlite", "--cache-dir", Cache()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("ignores HTTP Range requests"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(cache_ / "cat.sqlite"));
+}
+
 TEST_F(MkpackRemoteTest, HttpResolveMatchesLocalAndTheBytesAreThere) {
   RunResult refs = Mkpack({"ls", "--refs", Local()});
   ASSERT_EQ(refs.exit_code, 0);

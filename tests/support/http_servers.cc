@@ -164,6 +164,29 @@ size_t NginxServer::SettledRequests(const std::string& part) const {
   return n;
 }
 
+std::unique_ptr<PythonHttpServer> PythonHttpServer::Start(const std::string& root,
+                                                         std::string* why) {
+  if (!HasCommand("python3")) {
+    *why = "python3 is not installed";
+    return nullptr;
+  }
+  auto s = std::unique_ptr<PythonHttpServer>(new PythonHttpServer());
+  const std::string d = s->dir_.path();
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    s->port_ = FreeLoopbackPort();
+    if (!s->proc_.Start({"python3", "-m", "http.server", "--bind", "127.0.0.1", "--directory",
+                         root, std::to_string(s->port_)},
+                        d + "/log")) {
+      *why = "cannot start python3 -m http.server";
+      return nullptr;
+    }
+    if (WaitForPort(s->port_, 10000)) return s;
+    s->proc_.Stop();
+  }
+  *why = "python3 -m http.server did not come up: " + ReadFile(d + "/log");
+  return nullptr;
+}
+
 std::unique_ptr<FaultServer> FaultServer::Start(const std::string& root, std::string* why) {
   if (!HasCommand("python3")) {
     *why = "python3 is not installed";

@@ -55,6 +55,20 @@ class NginxServer {
   int port_ = 0;
 };
 
+// Python's own `python3 -m http.server` serving `root`: HEAD and GET, but no byte ranges (a Range
+// request gets 200 and the whole file), the server people reach for first.
+class PythonHttpServer {
+ public:
+  static std::unique_ptr<PythonHttpServer> Start(const std::string& root, std::string* why);
+  int port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  TempDir dir_;
+  ChildProcess proc_;
+  int port_ = 0;
+};
+
 // fault_server.py serving `root` (see that file for the fault paths).
 class FaultServer {
  public:
