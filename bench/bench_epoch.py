@@ -9,7 +9,8 @@ rarely read in the same pass; an epoch reads them all.
 The epoch set is the first --epoch-files files of the data set (whole directories of 1000, in
 their shards' order), read in a shuffled order that differs per repeat. Contenders: loose files,
 raw pread of the same bytes from the shards (fds opened before the clock starts: the limit of
-the storage in this pattern), packfs (and packfs -o io_uring where the kernel has it),
+the storage in this pattern), packfs (and packfs -o io_uring where the kernel has it, and
+packfs -o nopush: what pushing a read's followers into the page cache buys),
 squashfuse over an uncompressed squashfs of the same files. Every contender is checked byte for
 byte on a few hundred files first (bench_small.check). Repeats are interleaved; every pass is a
 fresh mount after dropped caches.
@@ -52,6 +53,9 @@ def make_contenders(ds, args, work, uring):
         cs.append(Contender("packfs -o io_uring", mnt("packfs-uring"),
                             [packfs, "-o", "io_uring", ds.packdir, mnt("packfs-uring")]))
     if not args.quick:
+        # What pushing a read's followers into the page cache buys (fuse/push.h).
+        cs.append(Contender("packfs -o nopush", mnt("packfs-nopush"),
+                            [packfs, "-o", "nopush", ds.packdir, mnt("packfs-nopush")]))
         cs.append(Contender("squashfuse", mnt("squashfuse"),
                             ["squashfuse", ds.ensure_squash(), mnt("squashfuse")]))
     return cs

@@ -304,6 +304,11 @@ Result<size_t> Filesystem::Read(uint64_t ino, uint64_t offset, std::span<uint8_t
   return got.size();
 }
 
+uint64_t Filesystem::ChildCount(uint64_t dir) const {
+  Result<Node> node = GetNode(dir);
+  return node.ok() && node->is_dir() ? node->child_count : 0;
+}
+
 uint64_t Filesystem::max_ino() const {
   const CatalogTotals& t = catalog_->totals();
   return t.files + t.directories;
@@ -311,11 +316,12 @@ uint64_t Filesystem::max_ino() const {
 
 Result<std::optional<std::span<const uint8_t>>> Filesystem::ReadThrough(
     uint64_t ino, uint64_t offset, size_t size, uint64_t window, size_t copy_max,
-    const std::function<bool(uint64_t)>& want, std::vector<uint8_t>* scratch,
-    std::vector<Follower>* followers) const {
+    const std::function<bool(uint64_t dir)>& in_dir, const std::function<bool(uint64_t)>& want,
+    std::vector<uint8_t>* scratch, std::vector<Follower>* followers, uint64_t* dir) const {
   using Out = std::optional<std::span<const uint8_t>>;
   followers->clear();
   PACKFS_ASSIGN_OR_RETURN(Node file, GetFile(ino));
+  *dir = file.parent;
   if (offset >= file.size || size == 0) return Out(std::span<const uint8_t>());
   SourceNode src = ToSource(file);
   auto copy = [&]() -> Result<Out> {
@@ -331,8 +337,10 @@ Result<std::optional<std::span<const uint8_t>>> Filesystem::ReadThrough(
   // The last wanted inode among the next siblings bounds the catalog query; none wanted, none made.
   const uint64_t last_candidate = std::min(ino + kMaxFollowers, max_ino());
   uint64_t last_wanted = 0;
-  for (uint64_t i = ino + 1; i <= last_candidate; ++i) {
-    if (want(i)) last_wanted = i;
+  if (in_dir(file.parent)) {
+    for (uint64_t i = ino + 1; i <= last_candidate; ++i) {
+      if (want(i)) last_wanted = i;
+    }
   }
   std::vector<Node> chosen;  // source nodes
   std::vector<uint64_t> inos;

@@ -150,10 +150,14 @@ class Filesystem {
     uint64_t ino = 0;
     std::span<const uint8_t> data;
   };
+  // `in_dir(dir)` is asked once, with the file's directory (also stored in `*dir`): false means
+  // no followers this time.
   Result<std::optional<std::span<const uint8_t>>> ReadThrough(
       uint64_t ino, uint64_t offset, size_t size, uint64_t window, size_t copy_max,
-      const std::function<bool(uint64_t)>& want, std::vector<uint8_t>* scratch,
-      std::vector<Follower>* followers) const;
+      const std::function<bool(uint64_t dir)>& in_dir, const std::function<bool(uint64_t)>& want,
+      std::vector<uint8_t>* scratch, std::vector<Follower>* followers, uint64_t* dir) const;
+  // Entries of directory `dir` (0 when it is not one).
+  uint64_t ChildCount(uint64_t dir) const;
   // Bytes of its shard a lookup's prefetch hints at least (see Lookup): the kernel's default
   // read-ahead of a block device.
   static constexpr uint64_t kPrefetchSpan = 128 * 1024;

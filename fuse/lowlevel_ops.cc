@@ -191,7 +191,9 @@ bool ReadAndPush(fuse_req_t req, SessionState& s, fuse_ino_t ino, size_t size, o
   } give_back{s.read_buffers, job.buf};
   Result<std::optional<std::span<const uint8_t>>> got = s.fs->ReadThrough(
       ino, static_cast<uint64_t>(off), size, pusher.window(),
-      s.config.zero_copy ? s.config.zero_copy_min : SIZE_MAX, [&pusher](uint64_t i) { return pusher.Wanted(i); }, &job.buf, &job.followers);
+      s.config.zero_copy ? s.config.zero_copy_min : SIZE_MAX,
+      [&pusher](uint64_t dir) { return !pusher.Busy() && pusher.DirReady(dir); },
+      [&pusher](uint64_t i) { return pusher.Wanted(i); }, &job.buf, &job.followers, &job.dir);
   if (!got.ok()) {
     ReplyStatus(req, "read", ino, got.status());
     return true;
@@ -199,8 +201,10 @@ bool ReadAndPush(fuse_req_t req, SessionState& s, fuse_ino_t ino, size_t size, o
   if (!*got) return false;
   Stats& stats = s.fs->stats();
   stats.AddBytes((*got)->size());
+  // The file is being read through requests: not one to push. Counted before the reply, so
+  // the reader's next read already sees the count.
+  pusher.Served(ino, job.dir);
   fuse_reply_buf(req, reinterpret_cast<const char*>((*got)->data()), (*got)->size());
-  if (off == 0) pusher.Served(ino);
   if (!job.followers.empty()) pusher.Enqueue(std::move(job));
   return true;
 }

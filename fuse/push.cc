@@ -1,6 +1,7 @@
 // Pusher: pushing the files that follow a read into the kernel's page cache (see push.h).
 #include "fuse/push.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -39,16 +40,19 @@ bool InodeBits::TestAndClear(uint64_t ino) {
 }
 
 Pusher::Pusher(fuse_session* se, uint64_t max_ino, uint64_t window, size_t queue_bytes,
-               Stats& stats, std::function<void(std::vector<uint8_t>)> release)
+               Stats& stats, std::function<void(std::vector<uint8_t>)> release,
+               std::function<uint64_t(uint64_t)> children, int threads)
     : se_(se),
       window_(window),
       queue_max_(queue_bytes),
       stats_(stats),
       release_(std::move(release)),
+      children_(std::move(children)),
       known_(max_ino),
       cached_(max_ino),
-      pushed_(max_ino),
-      thread_([this] { Run(); }) {}
+      pushed_(max_ino) {
+  for (int i = 0; i < std::max(1, threads); ++i) threads_.emplace_back([this] { Run(); });
+}
 
 Pusher::~Pusher() { Stop(); }
 
@@ -58,7 +62,9 @@ void Pusher::Stop() {
     stop_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
   std::lock_guard<std::mutex> lock(mu_);
   for (Job& job : queue_) Release(job);
   queue_.clear();
@@ -71,9 +77,39 @@ void Pusher::Forgotten(uint64_t ino) {
   pushed_.Clear(ino);
 }
 
-void Pusher::Served(uint64_t ino) {
-  cached_.Set(ino);
+void Pusher::Served(uint64_t ino, uint64_t dir) {
   if (pushed_.TestAndClear(ino)) stats_.CountPush(Stats::PushEvent::kReread);
+  if (cached_.Test(ino)) return;
+  cached_.Set(ino);
+  CountServed(dir, 1);
+}
+
+void Pusher::CountServed(uint64_t dir, uint64_t files) {
+  Count(dir, files);
+}
+
+bool Pusher::DirReady(uint64_t dir) {
+  const DirCount c = Count(dir, 0);
+  return c.served * 100 >= c.children * kPushAfterPercent;
+}
+
+Pusher::DirCount Pusher::Count(uint64_t dir, uint64_t add) {
+  {
+    std::lock_guard<std::mutex> lock(dirs_mu_);
+    auto it = dirs_.find(dir);
+    if (it != dirs_.end()) {
+      it->second.served += add;
+      return it->second;
+    }
+  }
+  // A directory seen for the first time: learn its size (a catalog query, outside the lock).
+  DirCount count;
+  count.children = children_ ? children_(dir) : 0;
+  std::lock_guard<std::mutex> lock(dirs_mu_);
+  if (dirs_.size() >= kMaxDirs) dirs_.clear();
+  DirCount& c = dirs_.emplace(dir, count).first->second;
+  c.served += add;
+  return c;
 }
 
 void Pusher::Release(Job& job) {
@@ -90,7 +126,9 @@ void Pusher::Enqueue(Job job) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!stop_ && queued_bytes_ + bytes <= queue_max_) {
       for (const auto& f : job.followers) cached_.Set(f.ino);
+      CountServed(job.dir, job.followers.size());
       queued_bytes_ += bytes;
+      busy_.store(queued_bytes_ > queue_max_ / 2, std::memory_order_relaxed);
       queue_.push_back(std::move(job));
       cv_.notify_one();
       return;
@@ -113,6 +151,7 @@ void Pusher::Run() {
     Release(job);
     lock.lock();
     queued_bytes_ -= bytes;
+    busy_.store(queued_bytes_ > queue_max_ / 2, std::memory_order_relaxed);
   }
 }
 

@@ -29,6 +29,10 @@ class ReadBuffers {
   // Returns a buffer taken before.
   void Give(std::vector<uint8_t> buf);
 
+  // Changes the bound (before the buffers are shared: not thread-safe with Take and Give).
+  void SetResidentMax(size_t bytes) { resident_max_ = bytes; }
+  size_t resident_max() const { return resident_max_; }
+
   // Bytes of idle buffers whose pages were kept (tests).
   size_t resident_idle_bytes() const;
 
@@ -37,7 +41,7 @@ class ReadBuffers {
     std::vector<uint8_t> buf;
     size_t resident = 0;  // bytes of it counted as resident
   };
-  const size_t resident_max_;
+  size_t resident_max_;
   mutable std::mutex mu_;
   std::vector<Idle> idle_;
   size_t resident_ = 0;  // sum of idle_[i].resident

@@ -1,6 +1,7 @@
 // Pushing a read's neighbours into the kernel's page cache (fuse/push.h), through real mounts:
-// after a listing, reading one file brings the files that follow it in the shard, and reading
-// those sends no READ; by path (no listing) nothing is pushed; -o nopush turns it off; a
+// after a listing, once a directory is past its first 15%, reading one file brings the files
+// that follow it in the shard, and reading those sends no READ; a pass that reads a sample of a
+// directory pushes nothing; by path (no listing) nothing is pushed; -o nopush turns it off; a
 // neighbour whose bytes fail their CRC-32 is never pushed. Request counts come from
 // user.packfs.stats.
 #include <fcntl.h>
@@ -27,7 +28,10 @@ using testing::Mount;
 using testing::TempDir;
 
 constexpr int kFiles = 80;
-constexpr uint64_t kWindow = 256 * 1024;  // packfs's default -o push
+constexpr uint64_t kWindow = 256 * 1024;  // the tests mount with -o push=256K
+// Files of d/ read before pushing starts: 15% of its 80 (Pusher::kPushAfterPercent).
+constexpr int kWarmup = 12;
+const std::vector<std::string> kPush = {"-o", "push=256K"};
 
 std::string Name(int i) {
   char buf[32];
@@ -95,7 +99,14 @@ class FusePushTest : public ::testing::Test {
       ++in_window_;
     }
     ASSERT_GT(in_window_, 3);
-    ASSERT_LT(in_window_, kFiles - 1);
+    ASSERT_LT(in_window_ + kWarmup, kFiles - 1);
+  }
+  // Reads the last kWarmup files of d/ (far from d/0000.bin): the directory is then past the
+  // part of it read before pushing starts.
+  void WarmUp(const std::string& mnt) {
+    for (int i = kFiles - kWarmup; i < kFiles; ++i) {
+      EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files_[i]) << Name(i);
+    }
   }
 
   TempDir tmp_;
@@ -104,10 +115,12 @@ class FusePushTest : public ::testing::Test {
 };
 
 TEST_F(FusePushTest, AfterAListingTheFollowersOfAReadComeWithoutRequests) {
-  Mount mount({tmp_ / "media"}, tmp_ / "mnt");
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
   ASSERT_TRUE(mount.ok()) << mount.result().err;
   const std::string mnt = mount.path();
   List(mnt + "/d");
+  WarmUp(mnt);
+  EXPECT_EQ(SettledPush(mnt)["files"].get<int>(), 0) << "pushed before the directory was warm";
   EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(0)), files_[0]);
   nlohmann::json push = SettledPush(mnt);
   EXPECT_EQ(push["files"].get<int>(), in_window_) << push;
@@ -125,11 +138,26 @@ TEST_F(FusePushTest, AfterAListingTheFollowersOfAReadComeWithoutRequests) {
   EXPECT_EQ(SettledPush(mnt)["reread"].get<int>(), 0);
 }
 
+TEST_F(FusePushTest, ASampleOfADirectoryPushesNothing) {
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  const std::string mnt = mount.path();
+  List(mnt + "/d");
+  // A tenth of the directory, spread over it, as a pass over a sample of a data set reads.
+  uint64_t reads = Reads(mnt);
+  for (int i = 3; i < kFiles; i += 10) {
+    EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files_[i]) << Name(i);
+  }
+  EXPECT_EQ(SettledPush(mnt)["files"].get<int>(), 0);
+  EXPECT_GE(Reads(mnt), reads + kFiles / 10);
+}
+
 TEST_F(FusePushTest, ByPathNothingIsPushedAndTheDirectoryBoundaryHolds) {
-  Mount mount({tmp_ / "media"}, tmp_ / "mnt");
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
   ASSERT_TRUE(mount.ok()) << mount.result().err;
   const std::string mnt = mount.path();
   // No listing: the kernel holds no inode of the neighbours, so none is pushed (or tried).
+  WarmUp(mnt);
   EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(0)), files_[0]);
   nlohmann::json push = SettledPush(mnt);
   EXPECT_EQ(push["files"].get<int>(), 0) << push;
@@ -140,7 +168,9 @@ TEST_F(FusePushTest, ByPathNothingIsPushedAndTheDirectoryBoundaryHolds) {
   // The last file of d/ is followed in the shard by e/'s file, listed or not: never pushed.
   List(mnt + "/e");
   List(mnt + "/d");
-  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(kFiles - 1)), files_[kFiles - 1]);
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(kFiles - 1)), files_[kFiles - 1]);  // cached
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(kFiles - kWarmup - 1)),
+            files_[kFiles - kWarmup - 1]);
   EXPECT_EQ(SettledPush(mnt)["files"].get<int>(), 0);
   reads = Reads(mnt);
   testing::ReadFile(mnt + "/e/next-dir.bin");
@@ -152,6 +182,7 @@ TEST_F(FusePushTest, OptionNopushTurnsItOff) {
   ASSERT_TRUE(mount.ok()) << mount.result().err;
   const std::string mnt = mount.path();
   List(mnt + "/d");
+  WarmUp(mnt);
   EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(0)), files_[0]);
   EXPECT_EQ(SettledPush(mnt)["files"].get<int>(), 0);
   const uint64_t reads = Reads(mnt);
@@ -179,10 +210,11 @@ TEST_F(FusePushTest, AFollowerWithBadBytesIsNeverPushed) {
   const timespec times[2] = {before.st_atim, before.st_mtim};
   ASSERT_EQ(::utimensat(AT_FDCWD, shard.c_str(), times, 0), 0);
 
-  Mount mount({tmp_ / "media"}, tmp_ / "mnt");
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
   ASSERT_TRUE(mount.ok()) << mount.result().err;
   const std::string mnt = mount.path();
   List(mnt + "/d");
+  WarmUp(mnt);
   EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(0)), files_[0]);
   nlohmann::json push = SettledPush(mnt);
   EXPECT_EQ(push["files"].get<int>(), in_window_ - 1) << push;
