@@ -327,34 +327,45 @@ Result<std::optional<Node>> Catalog::Find(std::string_view key) const {
 
 Result<std::string> Catalog::KeyOf(const Node& node) const {
   if (node.id == kRootId) return std::string();
-  if (node.parent >= node.id) {  // parents have smaller ids, which also bounds the walk
-    return Status::Corruption(path_ + ": node " + std::to_string(node.id) +
-                              " has a bad parent; run `mkpack catalog` to rebuild it");
-  }
-  std::string parent_key;
-  if (node.parent != kRootId) {
-    bool known = false;
+  // Walk up until the root or a directory whose key is remembered; then remember the key of the
+  // node's own directory (its next sibling then costs no query).
+  std::vector<Node> chain;  // node, its parent, ... (the remembered or root ancestor excluded)
+  std::string base;         // key of the ancestor the walk stopped at
+  chain.push_back(node);
+  while (true) {
+    const Node& cur = chain.back();
+    if (cur.parent >= cur.id) {  // parents have smaller ids, which also bounds this walk
+      return Status::Corruption(path_ + ": node " + std::to_string(cur.id) +
+                                " has a bad parent; run `mkpack catalog` to rebuild it");
+    }
+    if (cur.parent == kRootId) break;
     {
       std::lock_guard<std::mutex> lock(dir_keys_mu_);
-      auto it = dir_keys_.find(node.parent);
+      auto it = dir_keys_.find(cur.parent);
       if (it != dir_keys_.end()) {
-        parent_key = it->second;
-        known = true;
+        base = it->second;
+        break;
       }
     }
-    if (!known) {
-      PACKFS_ASSIGN_OR_RETURN(std::optional<Node> parent, Get(node.parent));
-      if (!parent) {
-        return Status::Corruption(path_ + ": node " + std::to_string(node.id) +
-                                  " has no parent");
-      }
-      PACKFS_ASSIGN_OR_RETURN(parent_key, KeyOf(*parent));
-      std::lock_guard<std::mutex> lock(dir_keys_mu_);
-      if (dir_keys_.size() >= kDirKeysMax) dir_keys_.clear();
-      dir_keys_.emplace(node.parent, parent_key);
+    PACKFS_ASSIGN_OR_RETURN(std::optional<Node> parent, Get(cur.parent));
+    if (!parent) {
+      return Status::Corruption(path_ + ": node " + std::to_string(cur.id) + " has no parent");
     }
+    chain.push_back(std::move(*parent));
   }
-  return parent_key.empty() ? node.name : parent_key + "/" + node.name;
+  std::string key = std::move(base);
+  std::string parent_key;  // remembered: the next node of the same directory needs no walk
+  for (size_t i = chain.size(); i-- > 0;) {
+    if (i == 0 && chain.size() > 1) parent_key = key;
+    if (!key.empty()) key += '/';
+    key += chain[i].name;
+  }
+  if (chain.size() > 1) {
+    std::lock_guard<std::mutex> lock(dir_keys_mu_);
+    if (dir_keys_.size() >= kDirKeysMax) dir_keys_.clear();
+    dir_keys_.emplace(node.parent, std::move(parent_key));
+  }
+  return key;
 }
 
 Status Catalog::ForEachFile(

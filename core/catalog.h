@@ -160,7 +160,7 @@ class Catalog {
   std::unique_ptr<Connection> keeper_;
   mutable std::mutex pool_mu_;
   mutable std::vector<std::unique_ptr<Connection>> pool_;
-  // Keys of directories KeyOf has walked through, by id; emptied when it reaches kDirKeysMax
+  // Keys of the directories of nodes KeyOf named, by id; emptied when it reaches kDirKeysMax
   // (a first read checks its member's key, so an epoch asks for every file's key once).
   static constexpr size_t kDirKeysMax = 4096;
   mutable std::mutex dir_keys_mu_;
