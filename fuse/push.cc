@@ -81,11 +81,7 @@ void Pusher::Served(uint64_t ino, uint64_t dir) {
   if (pushed_.TestAndClear(ino)) stats_.CountPush(Stats::PushEvent::kReread);
   if (cached_.Test(ino)) return;
   cached_.Set(ino);
-  CountServed(dir, 1);
-}
-
-void Pusher::CountServed(uint64_t dir, uint64_t files) {
-  Count(dir, files);
+  Count(dir, 1);
 }
 
 bool Pusher::DirReady(uint64_t dir) {
@@ -122,20 +118,26 @@ void Pusher::Enqueue(Job job) {
     return;
   }
   const size_t bytes = job.buf.capacity();
+  const uint64_t dir = job.dir;
+  const uint64_t files = job.followers.size();
+  bool queued = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!stop_ && queued_bytes_ + bytes <= queue_max_) {
       for (const auto& f : job.followers) cached_.Set(f.ino);
-      CountServed(job.dir, job.followers.size());
       queued_bytes_ += bytes;
       busy_.store(queued_bytes_ > queue_max_ / 2, std::memory_order_relaxed);
       queue_.push_back(std::move(job));
-      cv_.notify_one();
-      return;
+      queued = true;
     }
   }
-  stats_.CountPush(Stats::PushEvent::kDropped);
-  Release(job);
+  if (!queued) {
+    stats_.CountPush(Stats::PushEvent::kDropped);
+    Release(job);
+    return;
+  }
+  cv_.notify_one();
+  Count(dir, files);
 }
 
 void Pusher::Run() {

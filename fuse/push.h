@@ -129,7 +129,6 @@ class Pusher {
   };
   std::mutex dirs_mu_;
   std::unordered_map<uint64_t, DirCount> dirs_;
-  void CountServed(uint64_t dir, uint64_t files);
   // Adds `add` files served to `dir`'s count (made on its first use) and returns it.
   DirCount Count(uint64_t dir, uint64_t add);
   InodeBits known_;   // the kernel holds an inode for it
