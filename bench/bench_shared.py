@@ -249,8 +249,10 @@ class Contender:
     the shards under shard_root, through `mounts`) or "gets" (raw ranged GETs through the proxy).
     role: loose, packfs or raw (the report's columns); ours: its failures break the bench."""
 
-    def __init__(self, name, role, kind, root=None, mounts=(), shard_root=None, ours=False):
+    def __init__(self, name, role, kind, root=None, mounts=(), shard_root=None, ours=False,
+                 via_proxy=True):
         self.name, self.role, self.kind, self.root = name, role, kind, root
+        self.via_proxy = via_proxy  # its reads go through the proxy (not a local contender)
         self.mounts, self.shard_root, self.ours = list(mounts), shard_root, ours
         self.dead = None   # why it cannot run
         self.over = False  # a pass ran past the budget: later passes get the slow budget
@@ -332,6 +334,25 @@ def sshfs_contenders(args, work, www, sshd, proxy, delay):
         cs.append(Contender("raw pread on sshfs", "raw", "pread", mounts=[sshfs],
                             shard_root=mnt("sshfs")))
     return cs
+
+
+def loader_contenders(args, work, www, sshd, proxy, delay):
+    """The DataLoader epoch's contenders (bench_shared_loader.py): the JPEGs loose and packed,
+    locally and through sshfs."""
+    mnt = lambda n: os.path.join(work, "mnt", f"shared-{n}")  # noqa: E731
+    packfs = os.path.join(args.build, "packfs")
+    loose, packset = bench_shared_loader.image_dirs(www)
+    cfg = sshd.ssh_config(proxy.port, f"{delay:g}ms")
+    sshfs = (["sshfs", "-F", cfg, "bench:" + www, mnt("sshfs"), "-o", "ro"], mnt("sshfs"))
+    over = os.path.join(mnt("sshfs"), os.path.relpath(packset, www))
+    return [Contender("local loose files", "loose", "dir", loose, via_proxy=False),
+            Contender("packfs (local)", "packfs", "dir", mnt("packfs"),
+                      [([packfs, packset, mnt("packfs")], mnt("packfs"))], ours=True,
+                      via_proxy=False),
+            Contender(f"loose files on sshfs {delay:g} ms", "loose", "dir",
+                      os.path.join(mnt("sshfs"), os.path.relpath(loose, www)), [sshfs]),
+            Contender(f"packfs over sshfs {delay:g} ms", "packfs", "dir", mnt("packfs"),
+                      [sshfs, ([packfs, over, mnt("packfs")], mnt("packfs"))], ours=True)]
 
 
 def http_contenders(args, work, d, srv):
@@ -533,7 +554,9 @@ def bench_shared(args, work, ds, rows):
                     broken += run_group(args, f"sshfs {delay:g} ms", delay, cs, lists, www,
                                         proxy, rows)
                     if delay == min(args.shared_delays_ms) and not broken:
-                        broken += bench_shared_loader.run(args, work, ds, rows, sshd, proxy)
+                        lcs = loader_contenders(args, work, www, sshd, proxy, delay)
+                        cs += lcs
+                        broken += bench_shared_loader.run(args, work, ds, rows, www, lcs, proxy)
                 finally:
                     for c in cs:
                         c.close()
