@@ -438,7 +438,7 @@ def delta(after, before):
 
 def check(args, c, lists, www, group, proxy, rows, srv_port=None):
     """Untimed byte check of CHECK_FILES files through c; returns what is broken, or None."""
-    t = c.ready(args.mount_budget) if c.mounts else 0
+    t = None if c.dead else c.ready(args.mount_budget) if c.mounts else 0
     if t is None:
         rows.append({"bench": "check", "contender": f"{group}: {c.name}", "dead": c.dead})
         return None
@@ -533,7 +533,8 @@ def bench_shared(args, work, ds, rows):
                  "dirs": len(lists.dirs), "dir_files": len(lists.by_dir[lists.dirs[0]]),
                  "entries": lists.entries, "delays_ms": args.shared_delays_ms,
                  "http_delay_ms": args.shared_http_delay_ms})
-    print(f"shared: {len(lists.ext)} files in {len(lists.dirs)} directories, random passes of "
+    print(f"shared: {len(lists.ext)} files in {len(lists.dirs)} director"
+          f"{'y' if len(lists.dirs) == 1 else 'ies'}, random passes of "
           f"{lists.sample}, sshfs at {args.shared_delays_ms} ms, http at "
           f"{args.shared_http_delay_ms:g} ms, {args.repeat} repeats", flush=True)
     broken = []
@@ -543,8 +544,10 @@ def bench_shared(args, work, ds, rows):
         sshd = Sshd(os.path.join(d, "sshd"))
     except Unavailable as e:
         print(f"shared sshfs: {e}", flush=True)
-        rows.append({"bench": "shared", "group": "sshfs", "contender": "sshfs", "role": "loose",
-                     "dead": f"not available: {e}"})
+        for name, role in (("loose files on sshfs", "loose"), ("packfs over sshfs", "packfs"),
+                           ("raw pread on sshfs", "raw")):
+            rows.append({"bench": "shared", "group": "sshfs", "contender": name, "role": role,
+                         "dead": f"not available: {e}"})
     if sshd:
         try:
             for delay in args.shared_delays_ms:
