@@ -476,7 +476,8 @@ def shared_section(rows, L):
     L += ["## Shared storage: where packing pays (issue 22 §2)", ""]
     if meta:
         L += [f"{meta['files']} files of {(meta['bytes'] / meta['files']) / 1024:.0f} KiB on "
-              f"average ({meta['bytes'] / 2**20:.0f} MiB) in {meta['dirs']} directories, on "
+              f"average ({meta['bytes'] / 2**20:.0f} MiB) in {meta['dirs']} director"
+              f"{'y' if meta['dirs'] == 1 else 'ies'}, on "
               "loopback behind `tests/support/delay_proxy.py`, which holds each chunk a client "
               "sends (a request) for the delay shown. sshfs: a throwaway sshd; packfs mounts the "
               "pack set through the sshfs mount; raw = `pread` of the members' bytes from the "
