@@ -17,8 +17,10 @@ tests/support/delay_proxy.py between client and server holding each chunk the cl
 Patterns, each cold (every mount remade and the page cache dropped before every pass), read by
 bench/readfiles with 8 threads: "random" (a shuffled sample of --shared-sample files by path,
 another slice each repeat), "directory walk" (one directory's files in name order, as `cp -r`
-reads them; another directory each repeat), and "find" (`find MNT | wc -l`). The proxy counts the
-requests of each pass (`delay_proxy.py --count`): requests per file explain the ratios.
+reads them, by path; another directory each repeat), "list + walk" (the same after listing the
+directory, as `cp -r` does; the listing counts in the time) and "find" (`find MNT | wc -l`).
+The proxy counts the requests of each pass (`delay_proxy.py --count`): requests per file
+explain the ratios.
 
 (c), full runs only: one epoch of torchvision's ImageFolder + DataLoader (bench/loader_epoch.py,
 run by /usr/bin/python3, where Debian's python3-torchvision installs) over JPEGs, on local loose
@@ -43,6 +45,9 @@ from bench_small import stats_delta
 import bench_shared_loader
 
 CHECK_FILES = 300  # files per contender compared byte for byte before measuring
+# "list + walk" is a directory walk after listing the directory (cp -r): the listing tells the
+# kernel every inode, which is what lets packfs push a read's neighbours (fuse/push.h).
+PATTERNS = ("random", "directory walk", "list + walk", "find")
 SSHD = "/usr/sbin/sshd"
 
 
@@ -113,6 +118,14 @@ class Lists:
         with open(path, "w") as f:
             f.write("\n".join(self.keys(pattern, r)) + "\n")
         return path
+
+    def walk_dir(self, r):
+        """(directory, list of its files' names in name order) of the listed walk r."""
+        d = self.dirs[r % len(self.dirs)]
+        path = os.path.join(self.d, f"names-{r}.txt")
+        with open(path, "w") as f:
+            f.write("\n".join(k.split("/", 1)[1] for k in self.by_dir[d]) + "\n")
+        return d, path
 
     def pread_list(self, pattern, r, shard_root):
         """readfiles --pread lines with the shards under shard_root (the web root, e.g. through
@@ -420,6 +433,16 @@ def one_pass(args, c, lists, pattern, r, budget, srv_port=None, verify=None):
                          verify)
     if pattern == "find":
         return find_pass(c.root, budget)
+    if pattern == "list + walk":
+        # As `cp -r DIR` does: list the directory, then read its files in name order; the
+        # listing counts in the rate (readfiles --scan times it apart).
+        d, names = lists.walk_dir(r)
+        res = readfiles(args, ["--root", os.path.join(c.root, d), "--list", names, "--scan"],
+                        budget, verify)
+        res["read_files_per_s"] = res["files_per_s"]
+        res["seconds"] += res.get("scan_seconds", 0)
+        res["files_per_s"] = res["files"] / res["seconds"] if res["seconds"] else 0
+        return res
     return readfiles(args, ["--root", c.root, "--list", lists.path_list(pattern, r)], budget,
                      verify)
 
@@ -466,10 +489,11 @@ def run_group(args, group, delay, cs, lists, www, proxy, rows, srv_port=None):
               if b]
     if broken:
         return broken
-    for pattern in ("random", "directory walk", "find"):
+    for pattern in PATTERNS:
         for r in range(args.repeat):
             for c in cs[r % len(cs):] + cs[:r % len(cs)]:
-                if c.dead or (c.slow and r > 0) or (pattern == "find" and c.kind != "dir"):
+                if c.dead or (c.slow and r > 0) or (pattern in ("find", "list + walk")
+                                                    and c.kind != "dir"):
                     continue
                 m0 = proxy.counts()
                 mount_s = c.ready(args.mount_budget) if c.mounts else 0
@@ -489,6 +513,11 @@ def run_group(args, group, delay, cs, lists, www, proxy, rows, srv_port=None):
                        "proxy": delta(after, before), "mount_proxy": delta(before, m0)}
                 if st0:
                     row["packfs_stats"] = stats_delta(st0, st1)
+                    if row["packfs_stats"] and "push" in st1:  # fuse/push.h's counters
+                        push = {k: v - st0.get("push", {}).get(k, 0)
+                                for k, v in st1["push"].items()}
+                        row["packfs_stats"]["push"] = push
+                        row["packfs_stats"]["pushed_files"] = push.get("files", 0)
                 n = res.get("entries", res.get("files", 0))
                 if pattern == "find":
                     if res["complete"] and res["entries"] != lists.entries:

@@ -486,14 +486,16 @@ def shared_section(rows, L):
               "8 keep-alive connections. Every pass cold (mounts remade, page cache dropped), "
               f"8 reader threads (`bench/readfiles`): random = {meta['sample']} files by path in "
               f"shuffled order; directory walk = one directory ({meta['dir_files']} files) in "
-              "name order; find = `find MNT | wc -l`. Requests = client chunks the proxy held "
+              "name order, by path; list + walk = the same after listing the directory, as "
+              "`cp -r` does (the listing counted in the rate; raw reads have nothing to list); "
+              "find = `find MNT | wc -l`. Requests = client chunks the proxy held "
               "during the pass (HTTP: one per request; SSH: the SFTP packets the client sent "
               "together), per file read.", ""]
     head = ["storage", "pattern", "loose files/s", "packfs files/s", "raw files/s",
             "packfs / loose", "packfs / raw", "requests per file: loose, packfs, raw"]
     L += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for g in groups:
-        for pattern in ("random", "directory walk"):
+        for pattern in ("random", "directory walk", "list + walk"):
             cells, rates, reqs = [g, pattern], {}, []
             for role in ("loose", "packfs", "raw"):
                 rs = runs.get((g, pattern, names.get((g, role))), [])
@@ -522,9 +524,10 @@ def shared_section(rows, L):
         L.append("| " + " | ".join(cells) + " |")
     L += ["", "Per contender (medians): KiB the server sent back per file read; HTTP requests "
           "by method per file; requests and seconds of the mount itself (before the pass); "
-          "packfs's own FUSE requests per file (`user.packfs.stats`).", "",
+          "packfs's own FUSE READ and LOOKUP requests and the files it pushed into the page cache "
+          "beside a read (fuse/push.h), per file (`user.packfs.stats`).", "",
           "| storage | pattern | contender | files/s (spread) | requests/file | KiB back/file "
-          "| by method/file | mount: requests, s | packfs READ, LOOKUP /file |",
+          "| by method/file | mount: requests, s | packfs READ, LOOKUP, pushed /file |",
           "|---|---|---|---|---|---|---|---|---|"]
     for (g, pattern, c), rs in runs.items():
         kib = per_file(rs, lambda r: (r.get("proxy") or {}).get("response_bytes"))
@@ -536,11 +539,12 @@ def shared_section(rows, L):
                     heads[k].append(v / n)
         mreq = med([(r.get("mount_proxy") or {}).get("requests") for r in rs])
         msec = med([r.get("mount_seconds") for r in rs])
-        pf = [((r.get("packfs_stats") or {}).get("requests") or {}, r.get("files") or 0)
-              for r in rs if r.get("packfs_stats")]
-        pfs = (f"{med([q.get('read', 0) / n for q, n in pf if n]):.2f}, "
-               f"{med([q.get('lookup', 0) / n for q, n in pf if n]):.2f}"
-               if pf and pattern != "find" and any(n for _, n in pf) else "")
+        pf = [(dict((r.get("packfs_stats") or {}).get("requests") or {},
+                    pushed=(r.get("packfs_stats") or {}).get("pushed_files", 0)),
+               r.get("files") or 0) for r in rs if r.get("packfs_stats")]
+        pfs = ", ".join(f"{med([q.get(k, 0) / n for q, n in pf if n]):.2f}"
+                        for k in ("read", "lookup", "pushed")) \
+            if pf and pattern != "find" and any(n for _, n in pf) else ""
         L.append(f"| {g} | {pattern} | {c} | "
                  + (f"{med([r['seconds'] for r in rs]):.2f} s" if pattern == "find"
                     else cell(rs))
