@@ -7,7 +7,10 @@ mount vs raw), mount (mount start and RSS vs member count), pack (writing and ch
 (ffprobe / ffmpeg through the mount), lerobot (per-episode MP4s of a
 LeRobot v3 dataset: read speed vs the episodes' own files, open latency, mount start), remote
 (an http:// pack set behind a loopback proxy adding 20 ms a request: packfs vs raw ranged GETs
-and curl, its disk cache vs a local mount, its memory). Writes bench/results/<date>.json, <date>.md and PNG charts.
+and curl, its disk cache vs a local mount, its memory), shared (shared storage: loose files on
+sshfs vs packfs over sshfs vs raw pread, rclone mount of an http server vs packfs of its URL vs
+raw GETs, at 1-5 ms a request, with the requests each sends per file).
+Writes bench/results/<date>.json, <date>.md and PNG charts.
 This machine is shared and noisy: compare contenders within one run, never across runs.
 
 Exit status 1 when a benchmark broke (an exception, wrong bytes, packfs failing to mount or read),
@@ -31,14 +34,15 @@ from bench_lerobot import bench_lerobot
 from bench_mount import bench_mount
 from bench_pack import bench_pack
 from bench_remote import bench_remote
+from bench_shared import bench_shared
 from bench_small import bench_small
 from bench_video import bench_video
 import report
 
 BENCHES = {"pack": bench_pack, "small": bench_small, "epoch": bench_epoch, "large": bench_large,
            "mount": bench_mount, "video": bench_video, "lerobot": bench_lerobot,
-           "remote": bench_remote}
-ORDER = ["epoch", "small", "large", "mount", "pack", "video", "lerobot", "remote"]
+           "remote": bench_remote, "shared": bench_shared}
+ORDER = ["epoch", "small", "large", "mount", "pack", "video", "lerobot", "remote", "shared"]
 
 
 def parse_args():
@@ -95,6 +99,23 @@ def parse_args():
                     help="remote: packfs --cache-size (when packfs has it)")
     ap.add_argument("--remote-disk-cache-size", default="2G",
                     help="remote: packfs --disk-cache-size (when packfs has it)")
+    ap.add_argument("--shared-files", type=int, default=3000,
+                    help="shared: small files (1000 a directory) on sshfs and http")
+    ap.add_argument("--shared-sample", type=int, default=1000,
+                    help="shared: files a random pass reads (repeat r reads slice r)")
+    ap.add_argument("--shared-delays-ms", type=float, nargs="+", default=[1, 5],
+                    help="shared: delays the proxy adds to each request to sshd")
+    ap.add_argument("--shared-http-delay-ms", type=float, default=5,
+                    help="shared: delay the proxy adds to each request to nginx")
+    ap.add_argument("--shared-budget", type=float, default=20,
+                    help="shared: seconds a pass may take")
+    ap.add_argument("--shared-slow-budget", type=float, default=8,
+                    help="shared: seconds for each later pass of a contender already too slow")
+    ap.add_argument("--shared-loader", choices=("auto", "off"), default="auto",
+                    help="shared: one torchvision DataLoader epoch over JPEGs (full runs only; "
+                    "auto installs python3-torchvision for /usr/bin/python3 when missing)")
+    ap.add_argument("--shared-images", type=int, default=1000,
+                    help="shared: JPEGs of 50-200 KiB for the DataLoader epoch")
     args = ap.parse_args()
     args.build = os.path.abspath(args.build)
     if args.quick:
@@ -117,6 +138,12 @@ def parse_args():
         args.remote_files = min(args.remote_files, 150)
         args.remote_large_mib = min(args.remote_large_mib, 16)
         args.remote_budget = min(args.remote_budget, 3)
+        args.shared_files = min(args.shared_files, 300)
+        args.shared_sample = min(args.shared_sample, 150)
+        args.shared_delays_ms = args.shared_delays_ms[:1]
+        args.shared_budget = min(args.shared_budget, 5)
+        args.shared_slow_budget = min(args.shared_slow_budget, 2)
+        args.shared_loader = "off"
     return args
 
 

@@ -22,6 +22,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -53,15 +54,69 @@ def wait_port(port, budget):
     return False
 
 
-class Servers:
-    """nginx serving `root` and the delay proxy in front of it; stop() ends both."""
+class Proxy:
+    """tests/support/delay_proxy.py in front of 127.0.0.1:upstream_port, holding every client
+    chunk delay_ms; counts() reads its totals (--count). stop() ends it."""
 
-    def __init__(self, root, d, delay_ms):
+    def __init__(self, upstream_port, d, delay_ms, name="proxy"):
+        os.makedirs(d, exist_ok=True)
+        pf = os.path.join(d, name + ".port")
+        self.count_file = os.path.join(d, name + ".count")
+        for f in (pf, self.count_file):
+            if os.path.exists(f):
+                os.remove(f)
+        err = os.path.join(d, name + ".err")
+        self.p = subprocess.Popen([sys.executable, PROXY, "--delay-ms", str(delay_ms),
+                                   "--count", self.count_file, str(upstream_port), pf],
+                                  stdout=subprocess.DEVNULL, stderr=open(err, "w"))
+        self.snapshots = 0
+        end = time.perf_counter() + 30
+        while not os.path.exists(pf):  # written once the SIGUSR1 handler is in place too
+            if self.p.poll() is not None or time.perf_counter() > end:
+                self.stop()
+                raise Broken("delay_proxy.py did not come up: " + open(err).read())
+            time.sleep(0.02)
+        self.port = int(open(pf).read())
+
+    def counts(self):
+        """The proxy's totals so far: connections, chunks (client chunks held: requests),
+        chunk_bytes, response_bytes, heads (chunks by HTTP method). None if it does not answer."""
+        self.snapshots += 1
+        self.p.send_signal(signal.SIGUSR1)
+        end = time.perf_counter() + 10
+        while time.perf_counter() < end:
+            try:
+                with open(self.count_file) as f:
+                    doc = json.load(f)
+                if doc["snapshot"] >= self.snapshots:
+                    self.snapshots = doc["snapshot"]
+                    return doc
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.005)
+        return None
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.terminate()
+        try:
+            self.p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+
+
+class Servers:
+    """nginx serving `root` and the delay proxy in front of it; stop() ends both. autoindex:
+    nginx lists directories as HTML (what rclone's http remote reads)."""
+
+    def __init__(self, root, d, delay_ms, autoindex=False):
         self.procs = []
         nginx = shutil.which("nginx") or "/usr/sbin/nginx"
         if not os.access(nginx, os.X_OK):
             raise Broken("remote: nginx is not installed (scripts/install-deps.sh installs it)")
         os.makedirs(d, exist_ok=True)
+        index = " autoindex on;" if autoindex else ""
         for _ in range(3):
             self.nginx_port = free_port()
             with open(os.path.join(d, "nginx.conf"), "w") as f:
@@ -73,7 +128,7 @@ http {{
   client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fastcgi;
   uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;
   keepalive_requests 1000000; keepalive_timeout 300s;
-  server {{ listen 127.0.0.1:{self.nginx_port}; root {root}; }}
+  server {{ listen 127.0.0.1:{self.nginx_port}; root {root};{index} }}
 }}
 """)
             p = subprocess.Popen(["nginx" if shutil.which("nginx") else nginx, "-p", d, "-c",
@@ -86,22 +141,13 @@ http {{
             p.wait()
         else:
             raise Broken("remote: nginx did not come up: " + open(f"{d}/error.log").read())
-        pf = os.path.join(d, "proxy.port")
-        if os.path.exists(pf):
-            os.remove(pf)
-        self.proxy_log = os.path.join(d, "proxy.log")
-        p = subprocess.Popen([sys.executable, PROXY, "--delay-ms", str(delay_ms),
-                              str(self.nginx_port), pf], stdout=subprocess.DEVNULL,
-                             stderr=open(os.path.join(d, "proxy.err"), "w"))
-        self.procs.append(p)
-        end = time.perf_counter() + 30
-        while not os.path.exists(pf):
-            if p.poll() is not None or time.perf_counter() > end:
-                self.stop()
-                raise Broken("remote: delay_proxy.py did not come up: " +
-                              open(os.path.join(d, "proxy.err")).read())
-            time.sleep(0.02)
-        self.proxy_port = int(open(pf).read())
+        try:
+            self.proxy = Proxy(self.nginx_port, d, delay_ms)
+        except Broken as e:
+            self.stop()
+            raise Broken(f"remote: {e}")
+        self.procs.append(self.proxy.p)
+        self.proxy_port = self.proxy.port
         self.url = f"http://127.0.0.1:{self.proxy_port}"
 
     def stop(self):

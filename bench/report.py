@@ -428,6 +428,164 @@ def remote_section(rows, L):
     L.append("")
 
 
+def shared_section(rows, L):
+    """Shared storage (bench_shared.py): per storage and pattern, files/s of the loose files, packfs
+    and raw reads with the ratios, the requests each sent per file at the proxy, and the detail
+    per contender (bytes fetched per file, HTTP methods, mount time, packfs's own requests)."""
+    runs = collections.defaultdict(list)
+    dead, groups, names = {}, [], {}
+    for r in rows:
+        if r.get("bench") != "shared":
+            continue
+        g = r.get("group", "?")
+        if g not in groups:
+            groups.append(g)
+        if "dead" in r:
+            dead[(g, r["role"])] = f"{r['contender']}: {r['dead']}"
+            continue
+        names.setdefault((g, r["role"]), r["contender"])
+        runs[(g, r["pattern"], r["contender"])].append(r)
+    meta = next((r for r in rows if r.get("bench") == "shared-meta"), None)
+    if not meta and not dead:
+        return
+
+    def rate(r):
+        return r.get("files_per_s") if r["pattern"] != "find" else None
+
+    def per_file(rs, f):
+        """Median over passes of f(row) / files (entries for find) read in the pass."""
+        xs = []
+        for r in rs:
+            n = r.get("entries") if r["pattern"] == "find" else r.get("files")
+            v = f(r)
+            if n and v is not None:
+                xs.append(v / n)
+        return med(xs)
+
+    def req(r):
+        return (r.get("proxy") or {}).get("requests")
+
+    def cell(rs):
+        xs = [rate(r) for r in rs]
+        if not xs:
+            return "—"
+        slow = next((r["too_slow"] for r in rs if r.get("too_slow")), None)
+        return f"{fmt_rate(med(xs))} ({slow})" if slow else \
+            f"{fmt_rate(med(xs))} ({fmt_rate(min(xs))}–{fmt_rate(max(xs))})"
+
+    L += ["## Shared storage: where packing pays (issue 22 §2)", ""]
+    if meta:
+        L += [f"{meta['files']} files of {(meta['bytes'] / meta['files']) / 1024:.0f} KiB on "
+              f"average ({meta['bytes'] / 2**20:.0f} MiB) in {meta['dirs']} director"
+              f"{'y' if meta['dirs'] == 1 else 'ies'}, on "
+              "loopback behind `tests/support/delay_proxy.py`, which holds each chunk a client "
+              "sends (a request) for the delay shown. sshfs: a throwaway sshd; packfs mounts the "
+              "pack set through the sshfs mount; raw = `pread` of the members' bytes from the "
+              "shards through sshfs. http: nginx; loose = `rclone mount` of an http remote "
+              "(defaults, `--read-only`); packfs of the URL; raw = one ranged GET per loose file, "
+              "8 keep-alive connections. Every pass cold (mounts remade, page cache dropped), "
+              f"8 reader threads (`bench/readfiles`): random = {meta['sample']} files by path in "
+              f"shuffled order; directory walk = one directory ({meta['dir_files']} files) in "
+              "name order, by path; list + walk = the same after listing the directory, as "
+              "`cp -r` does (the listing counted in the rate; raw reads have nothing to list); "
+              "find = `find MNT | wc -l`. Requests = client chunks the proxy held "
+              "during the pass (HTTP: one per request; SSH: the SFTP packets the client sent "
+              "together), per file read.", ""]
+    head = ["storage", "pattern", "loose files/s", "packfs files/s", "raw files/s",
+            "packfs / loose", "packfs / raw", "requests per file: loose, packfs, raw"]
+    L += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for g in groups:
+        for pattern in ("random", "directory walk", "list + walk"):
+            cells, rates, reqs = [g, pattern], {}, []
+            for role in ("loose", "packfs", "raw"):
+                rs = runs.get((g, pattern, names.get((g, role))), [])
+                rates[role] = med([rate(r) for r in rs])
+                cells.append(cell(rs) if rs else ("not available" if (g, role) in dead
+                                                  else "—"))
+                v = per_file(rs, req)
+                reqs.append(f"{v:.2f}" if v is not None else "—")
+            cells += [fmt_ratio(rates["packfs"], rates["loose"]),
+                      fmt_ratio(rates["packfs"], rates["raw"]), ", ".join(reqs)]
+            L.append("| " + " | ".join(cells) + " |")
+    L += ["", "`find MNT | wc -l` (s, median; requests per entry listed):", "",
+          "| storage | loose | packfs | loose / packfs (time) |", "|---|---|---|---|"]
+    for g in groups:
+        cells, secs = [g], {}
+        for role in ("loose", "packfs"):
+            rs = runs.get((g, "find", names.get((g, role))), [])
+            secs[role] = med([r["seconds"] for r in rs])
+            v = per_file(rs, req)
+            slow = next((r["too_slow"] for r in rs if r.get("too_slow")), None)
+            wrong = next((r["wrong_listing"] for r in rs if r.get("wrong_listing")), None)
+            cells.append("—" if not rs else f"{secs[role]:.2f} s"
+                         + (f" ({slow})" if slow else "") + (f" ({wrong})" if wrong else "")
+                         + (f", {v:.2f} req/entry" if v is not None else ""))
+        cells.append(fmt_ratio(secs["loose"], secs["packfs"]))
+        L.append("| " + " | ".join(cells) + " |")
+    L += ["", "Per contender (medians): KiB the server sent back per file read; HTTP requests "
+          "by method per file; requests and seconds of the mount itself (before the pass); "
+          "packfs's own FUSE READ and LOOKUP requests and the files it pushed into the page cache "
+          "beside a read (fuse/push.h), per file (`user.packfs.stats`).", "",
+          "| storage | pattern | contender | files/s (spread) | requests/file | KiB back/file "
+          "| by method/file | mount: requests, s | packfs READ, LOOKUP, pushed /file |",
+          "|---|---|---|---|---|---|---|---|---|"]
+    for (g, pattern, c), rs in runs.items():
+        kib = per_file(rs, lambda r: (r.get("proxy") or {}).get("response_bytes"))
+        heads = collections.defaultdict(list)
+        for r in rs:
+            n = r.get("entries") if pattern == "find" else r.get("files")
+            for k, v in ((r.get("proxy") or {}).get("heads") or {}).items():
+                if n:
+                    heads[k].append(v / n)
+        mreq = med([(r.get("mount_proxy") or {}).get("requests") for r in rs])
+        msec = med([r.get("mount_seconds") for r in rs])
+        pf = [(dict((r.get("packfs_stats") or {}).get("requests") or {},
+                    pushed=(r.get("packfs_stats") or {}).get("pushed_files", 0)),
+               r.get("files") or 0) for r in rs if r.get("packfs_stats")]
+        pfs = ", ".join(f"{med([q.get(k, 0) / n for q, n in pf if n]):.2f}"
+                        for k in ("read", "lookup", "pushed")) \
+            if pf and pattern != "find" and any(n for _, n in pf) else ""
+        L.append(f"| {g} | {pattern} | {c} | "
+                 + (f"{med([r['seconds'] for r in rs]):.2f} s" if pattern == "find"
+                    else cell(rs))
+                 + f" | {per_file(rs, req) or 0:.2f} | "
+                 + (f"{kib / 1024:.1f}" if kib is not None else "—") + " | "
+                 + ", ".join(f"{k} {med(v):.2f}" for k, v in sorted(heads.items())) + " | "
+                 + (f"{mreq:.0f}, {msec:.2f}" if mreq is not None and msec else "—")
+                 + f" | {pfs} |")
+    for (g, role), why in dead.items():
+        L.append(f"| {g} | | {why} | | | | | | |")
+    loader = [r for r in rows if r.get("bench") == "shared-loader"]
+    if loader:
+        lm = next((r for r in rows if r.get("bench") == "shared-loader-meta"), {})
+        L += ["", "### One DataLoader epoch over JPEGs", "",
+              (f"torchvision `ImageFolder` + `DataLoader` (4 workers, batch 32, shuffled; decode "
+               f"and resize to 224×224) over {lm.get('images')} JPEGs "
+               f"({(lm.get('bytes') or 0) / 2**20:.0f} MiB) in {lm.get('classes')} class "
+               "directories, one epoch, cold (mounts remade, page cache dropped). Images/s, "
+               "median (spread); the dataset's construction (its directory scan) is timed "
+               "apart." if lm.get("images") else ""), "",
+              "| contender | images/s | × local loose files | scan (s) | requests/image |",
+              "|---|---|---|---|---|"]
+        by = collections.defaultdict(list)
+        for r in loader:
+            by[r["contender"]].append(r)
+        base = med([r.get("images_per_s") for r in by.get("local loose files", [])
+                    if "dead" not in r])
+        for c, rs in by.items():
+            if any("dead" in r for r in rs):
+                L.append(f"| {c} | {rs[0]['dead']} | | | |")
+                continue
+            xs = [r["images_per_s"] for r in rs]
+            rq = [(r.get("proxy") or {}).get("requests") for r in rs]
+            rq = [q / r["images"] for q, r in zip(rq, rs) if q is not None and r["images"]]
+            L.append(f"| {c} | {med(xs):.0f} ({min(xs):.0f}–{max(xs):.0f}) | "
+                     f"{fmt_ratio(med(xs), base)} | "
+                     f"{med([r['scan_seconds'] for r in rs]):.2f} | "
+                     + (f"{med(rq):.2f}" if rq else "—") + " |")
+    L.append("")
+
+
 def write(json_path):
     with open(json_path) as f:
         doc = json.load(f)
@@ -588,6 +746,7 @@ def write(json_path):
                      f"daemon RSS {max(r['rss'] for r in mt) / 2**20:.1f} MiB (target ≤ 1 s)")
         L.append("")
     remote_section(rows, L)
+    shared_section(rows, L)
     md = base + ".md"
     with open(md, "w") as f:
         f.write("\n".join(L) + "\n")

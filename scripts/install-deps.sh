@@ -19,6 +19,10 @@ elif ! command -v npm >/dev/null; then
 fi
 if [[ "${1:-}" == "--bench" ]]; then
   pkgs+=(fio fuse-zip archivemount squashfs-tools squashfuse gnuplot-nox hyperfine time)
+  # bench_shared.py: sshfs to a throwaway sshd of its own (openssh-server only for the sshd
+  # binary; the bench never uses the system's sshd or its config), and rclone's http remote.
+  # python3-torchvision (its DataLoader epoch) is large: that bench installs it on demand.
+  pkgs+=(sshfs openssh-server rclone)
 fi
 
 # One dpkg-query for all packages (it prints nothing for packages it has never heard of).

@@ -2,7 +2,7 @@
 """A TCP proxy on loopback that adds latency: stands in for a distant HTTP server (these machines
 have no `tc netem`) in front of nginx, for packfs's remote tests and bench/bench_remote.py.
 
-Usage: delay_proxy.py [--delay-ms MS] [--log PATH] UPSTREAM_PORT PORT_FILE
+Usage: delay_proxy.py [--delay-ms MS] [--log PATH] [--count PATH] UPSTREAM_PORT PORT_FILE
 Binds 127.0.0.1 on a free port, writes the port to PORT_FILE (renamed into place, so a reader
 never sees half a number), and forwards every connection to 127.0.0.1:UPSTREAM_PORT.
 
@@ -19,13 +19,24 @@ H is the time the chunk really spent held (measured, never less than MS unless t
 was closing), FIRST LINE the chunk's first line when it looks like an HTTP request head ("-"
 otherwise). Tests read it to check that the delay was applied to each request.
 
+--count PATH: on SIGUSR1, writes the totals so far as one JSON object to PATH (renamed into place):
+  {"snapshot": N, "connections": C, "chunks": K, "chunk_bytes": B, "response_bytes": R,
+   "heads": {"GET": G, "HEAD": H, ...}}
+N counts the snapshots written (the Nth SIGUSR1 writes N, so a reader that sent it knows when
+the file is the answer), K the client chunks held and forwarded (one per HTTP request; for SSH,
+the packets the client sent together), "heads" those chunks by HTTP method, R the bytes that
+went back to clients. bench/bench_shared.py reads it before and after each pass: the
+difference is what the pass cost in requests, whatever the protocol.
+
 One thread per direction per connection plus one per held-chunk queue; it runs until killed.
 """
 import argparse
 import collections
 import fcntl
 import itertools
+import json
 import os
+import signal
 import socket
 import threading
 import time
@@ -48,6 +59,41 @@ class Log:
                 self.f.write(line + "\n")
 
 
+class Counts:
+    """Totals over all connections, for --count; thread-safe."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.connections = self.chunks = self.chunk_bytes = self.response_bytes = 0
+        self.heads = collections.Counter()
+        self.snapshots = 0
+
+    def connection(self):
+        with self.lock:
+            self.connections += 1
+
+    def chunk(self, size, method):
+        with self.lock:
+            self.chunks += 1
+            self.chunk_bytes += size
+            if method:
+                self.heads[method] += 1
+
+    def response(self, size):
+        with self.lock:
+            self.response_bytes += size
+
+    def write(self, path):
+        with self.lock:
+            self.snapshots += 1
+            doc = {"snapshot": self.snapshots, "connections": self.connections,
+                   "chunks": self.chunks, "chunk_bytes": self.chunk_bytes,
+                   "response_bytes": self.response_bytes, "heads": dict(self.heads)}
+        with open(path + ".tmp", "w") as f:
+            json.dump(doc, f)
+        os.rename(path + ".tmp", path)
+
+
 def close_quietly(*socks):
     for s in socks:
         try:
@@ -56,7 +102,7 @@ def close_quietly(*socks):
             pass
 
 
-def pump_fast(src, dst):
+def pump_fast(src, dst, counts):
     """server -> client at full speed: splice through a pipe, falling back to a 1 MiB buffer
     where splice is not available. Ends at EOF or on an error, then half-closes dst."""
     try:
@@ -71,6 +117,7 @@ def pump_fast(src, dst):
                     n = os.splice(src.fileno(), w, CHUNK)
                     if n == 0:
                         break
+                    counts.response(n)
                     while n:
                         n -= os.splice(r, dst.fileno(), n)
             finally:
@@ -82,13 +129,14 @@ def pump_fast(src, dst):
                 n = src.recv_into(buf)
                 if n == 0:
                     break
+                counts.response(n)
                 dst.sendall(buf[:n])
         dst.shutdown(socket.SHUT_WR)
     except OSError:
         close_quietly(src, dst)
 
 
-def pump_delayed(conn_id, src, dst, delay, log):
+def pump_delayed(conn_id, src, dst, delay, log, counts):
     """client -> server: every chunk is queued with its arrival time and forwarded by a second
     thread once `delay` seconds have passed since then."""
     queue = collections.deque()
@@ -111,8 +159,11 @@ def pump_delayed(conn_id, src, dst, delay, log):
                 # answers (a test reading the log after its request finished sees it).
                 held = (time.monotonic() - arrived) * 1000
                 head = "-"
+                method = None
                 if data.startswith(METHODS):
                     head = data.split(b"\r\n", 1)[0].decode("latin-1")
+                    method = head.split(" ", 1)[0]
+                counts.chunk(len(data), method)
                 log.write(f"conn={conn_id} bytes={len(data)} held_ms={held:.3f} head={head}")
                 dst.sendall(data)
             dst.shutdown(socket.SHUT_WR)
@@ -136,17 +187,18 @@ def pump_delayed(conn_id, src, dst, delay, log):
         cv.notify()
 
 
-def handle(conn_id, client, upstream_port, delay, log):
+def handle(conn_id, client, upstream_port, delay, log, counts):
     try:
         server = socket.create_connection(("127.0.0.1", upstream_port))
     except OSError:
         close_quietly(client)
         return
+    counts.connection()
     for s in (client, server):
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    back = threading.Thread(target=pump_fast, args=(server, client), daemon=True)
+    back = threading.Thread(target=pump_fast, args=(server, client, counts), daemon=True)
     back.start()
-    pump_delayed(conn_id, client, server, delay, log)
+    pump_delayed(conn_id, client, server, delay, log, counts)
     back.join()
     close_quietly(client, server)
 
@@ -156,10 +208,15 @@ def main():
     ap.add_argument("--delay-ms", type=float, default=20.0,
                     help="milliseconds each client->server chunk is held (default 20)")
     ap.add_argument("--log", help="log one line per forwarded client chunk here")
+    ap.add_argument("--count", help="on SIGUSR1, write the totals so far here (JSON)")
     ap.add_argument("upstream_port", type=int)
     ap.add_argument("port_file")
     args = ap.parse_args()
     log = Log(args.log)
+    counts = Counts()
+    if args.count:
+        # The handler runs in this (the accepting) thread; accept() resumes after it.
+        signal.signal(signal.SIGUSR1, lambda *_: counts.write(args.count))
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
@@ -171,7 +228,8 @@ def main():
     for conn_id in itertools.count(1):
         client, _ = listener.accept()
         threading.Thread(target=handle, daemon=True,
-                         args=(conn_id, client, args.upstream_port, args.delay_ms / 1000, log)
+                         args=(conn_id, client, args.upstream_port, args.delay_ms / 1000, log,
+                               counts)
                          ).start()
 
 
