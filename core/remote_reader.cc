@@ -262,6 +262,39 @@ uint64_t RemoteReader::Window(const std::string& key, uint64_t begin, uint64_t o
   return s.window;
 }
 
+bool RemoteReader::Walking(const std::string& key, uint64_t begin, uint64_t end) {
+  // A neighbour starts where a recently read member ended (a tar member after the padding of
+  // the one before). Readers in several threads hand members over out of order, so any of the
+  // last few members counts, not only the very last; random reads start right after one of
+  // them rarely, and twice in a row almost never.
+  constexpr uint64_t kGap = 4096;
+  std::lock_guard<std::mutex> lock(streams_mu_);
+  auto it = walks_.find(key);
+  if (it == walks_.end()) {
+    if (walks_.size() >= 4096) {
+      auto oldest = walks_.begin();
+      for (auto w = walks_.begin(); w != walks_.end(); ++w) {
+        if (w->second.last_use < oldest->second.last_use) oldest = w;
+      }
+      walks_.erase(oldest);
+    }
+    it = walks_.emplace(key, Walk{}).first;
+  }
+  Walk& w = it->second;
+  w.last_use = ++stream_clock_;
+  bool adjacent = false;
+  for (size_t i = 0; i < w.recent_n; ++i) {
+    if (w.recent[i].begin == begin) return w.recent[i].walked;
+    adjacent = adjacent || (begin >= w.recent[i].end && begin <= w.recent[i].end + kGap);
+  }
+  w.streak = adjacent ? w.streak + 1 : 0;
+  const bool walked = w.streak >= 2;
+  w.recent[w.recent_at] = Walk::Member{begin, end, walked};
+  w.recent_at = (w.recent_at + 1) % Walk::kRecent;
+  w.recent_n = std::min(w.recent_n + 1, Walk::kRecent);
+  return walked;
+}
+
 Result<size_t> RemoteReader::Read(const std::shared_ptr<const RangeFetcher>& object,
                                   uint64_t member_begin, uint64_t member_end, uint64_t offset,
                                   std::span<uint8_t> buf) {
@@ -276,7 +309,10 @@ Result<size_t> RemoteReader::Read(const std::shared_ptr<const RangeFetcher>& obj
   }
   const bool member = member_end > member_begin && member_end <= size &&
                       offset >= member_begin && offset + n <= member_end;
-  if (member && member_end - member_begin <= options_.whole_member_limit) {
+  const bool small = member && member_end - member_begin <= options_.whole_member_limit;
+  const bool walk = small && options_.walk_window > 0 &&
+                    Walking(object->cache_key(), member_begin, member_end);
+  if (small && !walk) {
     PACKFS_ASSIGN_OR_RETURN(Bytes bytes,
                             GetMember(object, member_begin, member_end - member_begin));
     if (bytes->size() != member_end - member_begin) {
@@ -288,7 +324,12 @@ Result<size_t> RemoteReader::Read(const std::shared_ptr<const RangeFetcher>& obj
 
   const uint64_t bs = options_.block_size;
   const std::string key = BlockKey(*object);
-  const uint64_t window = member ? Window(object->cache_key(), member_begin, offset, n) : 0;
+  // A walk reads ahead across members, up to the object's end; a large member within itself.
+  if (walk) ++walk_reads_;
+  const uint64_t window = walk     ? options_.walk_window
+                          : member ? Window(object->cache_key(), member_begin, offset, n)
+                                   : 0;
+  const uint64_t limit = walk ? size : member_end;
   const uint64_t b0 = offset / bs;
   const uint64_t b1 = (offset + n - 1) / bs;
   std::vector<BlockCache::Lookup> found;
@@ -307,7 +348,7 @@ Result<size_t> RemoteReader::Read(const std::shared_ptr<const RangeFetcher>& obj
   // sequential reader's bytes over 128 KiB at a time, and claiming the one block each read
   // uncovers would make every request one block long — a 20 ms round trip per 256 KiB.
   if (window > 0) {
-    const uint64_t ahead_end = std::min(member_end, offset + n + window);
+    const uint64_t ahead_end = std::min(limit, offset + n + window);
     const uint64_t max_pending = memory_.capacity() / 2;
     const uint64_t part = std::max(std::min(options_.max_part, window / 8),
                                    std::min(options_.min_window, window / 2));
@@ -316,7 +357,7 @@ Result<size_t> RemoteReader::Read(const std::shared_ptr<const RangeFetcher>& obj
     while (frontier * bs < ahead_end && memory_.Contains(key, frontier * bs)) ++frontier;
     // Less than a part uncovered: wait for more, unless the member ends there.
     const bool claim = frontier * bs < ahead_end &&
-                       (ahead_end == member_end || ahead_end - frontier * bs >= part);
+                       (ahead_end == limit || ahead_end - frontier * bs >= part);
     Job job{object, {}};
     for (uint64_t b = frontier; claim && b * bs < ahead_end; ++b) {
       if (memory_.Contains(key, b * bs)) continue;
@@ -357,7 +398,9 @@ Result<size_t> RemoteReader::Read(const std::shared_ptr<const RangeFetcher>& obj
   // parts to the spares at once, so read-ahead reuses warm memory instead of mapping new pages
   // (dear here, see BlockCache). The blocks dropped are the ones this read's advance (up to its
   // own length, and a little more for reads out of order) left behind that distance.
-  if (window > 0) {
+  // (Not behind a walk: its readers run out of order by whole members, and what they passed
+  // is demoted above, so it goes first anyway.)
+  if (window > 0 && !walk) {
     const uint64_t behind = DropDistance() / bs;
     const uint64_t span = behind + (b1 - b0 + 1);
     const uint64_t hi = b0 > behind ? b0 - behind : 0;
@@ -382,6 +425,7 @@ RemoteReaderStats RemoteReader::stats() const {
   s.requests = requests_.load();
   s.bytes_fetched = bytes_fetched_.load();
   s.prefetched_bytes = prefetched_bytes_.load();
+  s.walk_reads = walk_reads_.load();
   s.disk_hits = disk_hits_.load();
   s.memory_bytes = memory_.bytes();
   s.memory_peak = memory_.peak_bytes();
@@ -399,6 +443,7 @@ std::string RemoteReader::StatsJson() const {
          ", \"requests\": " + std::to_string(s.requests) +
          ", \"bytes_fetched\": " + std::to_string(s.bytes_fetched) +
          ", \"prefetched_bytes\": " + std::to_string(s.prefetched_bytes) +
+         ", \"walk_reads\": " + std::to_string(s.walk_reads) +
          ", \"disk_hits\": " + std::to_string(s.disk_hits) +
          ", \"memory_bytes\": " + std::to_string(s.memory_bytes) +
          ", \"memory_peak\": " + std::to_string(s.memory_peak) +

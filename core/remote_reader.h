@@ -4,6 +4,14 @@
 // in parallel parts by background threads; random reads fetch the blocks they touch. Fetched bytes
 // go to a bounded in-memory LRU (BlockCache) and, optionally, a DiskCache that outlives the mount.
 //
+// Small members read in shard order (a directory walk, cp -r, a loader walking its shards) are
+// read as blocks instead, with a read-ahead window that runs across members (walk_window): once
+// two members of an object in a row started where one of its last 16 members read ended (within
+// 4 KiB; several reader threads hand members over out of order), the next is served from aligned
+// blocks and what follows it in the shard is fetched ahead in parts, so a walk costs one request
+// per part, not one per file. Random reads almost never start at a recent member's end twice in a
+// row, so they keep costing exactly one member's bytes.
+//
 // Why these numbers: FUSE hands reads over in 128 KiB pieces, so over a 20 ms round trip a
 // member read one piece per request crawls at ~6 MiB/s; one request for a small member (most
 // dataset files are a few KiB to a few MiB) costs the same round trip as one for 128 KiB. Large
@@ -68,6 +76,8 @@ struct RemoteReaderOptions {
   uint64_t min_window = uint64_t{1} << 20;
   uint64_t max_window = uint64_t{64} << 20;
   uint64_t max_part = uint64_t{8} << 20;
+  // Read-ahead of a walk over small members (see above); 0: every small member is one request.
+  uint64_t walk_window = uint64_t{4} << 20;
   int prefetch_threads = 8;
   // On-disk cache (--disk-cache DIR, --disk-cache-size); empty: none.
   std::string disk_dir;
@@ -81,6 +91,7 @@ struct RemoteReaderStats {
   uint64_t requests = 0;          // GETs issued
   uint64_t bytes_fetched = 0;     // bytes those GETs brought
   uint64_t prefetched_bytes = 0;  // of which read ahead in the background
+  uint64_t walk_reads = 0;        // small-member reads served as part of a walk (see above)
   uint64_t disk_hits = 0;         // reads (and read-ahead blocks) served by the disk cache
   uint64_t memory_bytes = 0;      // now in the memory cache (held plus claimed)
   uint64_t memory_peak = 0;       // the most memory_bytes ever was (in-flight parts included)
@@ -138,6 +149,10 @@ class RemoteReader {
   // The read-ahead window for a read of member `begin` at [offset, offset + n), updating the
   // member's sequential state; 0 for a random read.
   uint64_t Window(const std::string& key, uint64_t begin, uint64_t offset, size_t n);
+  // Whether the small member [begin, end) of object `key` is read as part of a walk over the
+  // object's members in order (see the top), updating the object's walk state. A member's later
+  // reads (FUSE hands one over in several pieces) get the answer its first read got.
+  bool Walking(const std::string& key, uint64_t begin, uint64_t end);
   struct Job {
     std::shared_ptr<const RangeFetcher> object;
     std::vector<Claim> claims;
@@ -163,6 +178,22 @@ class RemoteReader {
   uint64_t active_streams_ = 1;
   std::chrono::steady_clock::time_point counted_at_;
 
+  // Per object: how many small members in a row started where a recent one ended, and the last
+  // members read with the answer each got (guarded by streams_mu_).
+  struct Walk {
+    static constexpr size_t kRecent = 16;
+    struct Member {
+      uint64_t begin = 0, end = 0;
+      bool walked = false;
+    };
+    uint64_t streak = 0;
+    uint64_t last_use = 0;
+    Member recent[kRecent];
+    size_t recent_at = 0;
+    size_t recent_n = 0;
+  };
+  std::unordered_map<std::string, Walk> walks_;
+
   std::mutex jobs_mu_;
   std::condition_variable jobs_cv_;
   std::deque<Job> jobs_;
@@ -174,6 +205,7 @@ class RemoteReader {
   std::atomic<uint64_t> requests_{0};
   std::atomic<uint64_t> bytes_fetched_{0};
   std::atomic<uint64_t> prefetched_bytes_{0};
+  std::atomic<uint64_t> walk_reads_{0};
   std::atomic<uint64_t> disk_hits_{0};
 };
 

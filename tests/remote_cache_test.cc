@@ -1,6 +1,7 @@
 // RemoteReader against nginx on loopback: a small member costs one GET however it is read; a
 // sequential read of a large member issues far fewer requests than its 128 KiB reads; a random
-// read fetches one block; concurrent readers of one member share one GET; the memory bound holds;
+// read fetches one block; a walk over small members in shard order (one reader or eight) costs a
+// request per part of its read-ahead, small members read out of order one exact request each; concurrent readers of one member share one GET; the memory bound holds;
 // the disk cache serves a second reader with no GET, refetches damaged bytes (never serving
 // them), ignores crash leftovers in its extent log and entries of an object whose ETag changed,
 // and stays within its size bound; it maps its file for a splice only over extents checked in
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -143,6 +145,63 @@ TEST_F(RemoteCacheTest, CappedWindowStillReadsAheadInLargeRequests) {
   EXPECT_LE(s.requests, 20u) << s.requests;
   EXPECT_GE(s.prefetched_bytes, kObjectSize / 2);
   EXPECT_LE(s.bytes_fetched, uint64_t{kObjectSize});
+}
+
+// Small members back to back, as a pack shard holds a directory's files.
+constexpr uint64_t kSmall = 20000;
+constexpr uint64_t kSmallCount = kObjectSize / kSmall;  // 419
+
+TEST_F(RemoteCacheTest, AWalkOverSmallMembersCostsARequestPerPartNotPerFile) {
+  auto reader = NewReader();
+  auto src = Source(reader);
+  const size_t before = ServerRequests();
+  for (uint64_t i = 0; i < kSmallCount; ++i) ReadMember(*src, i * kSmall, (i + 1) * kSmall);
+  const RemoteReaderStats s = reader->stats();
+  // Two members whole, then blocks with 4 MiB read ahead in 1 MiB parts: about 10 requests.
+  EXPECT_LE(s.requests, 16u) << s.requests;
+  EXPECT_EQ(s.walk_reads, kSmallCount - 2);
+  EXPECT_LE(s.bytes_fetched, kObjectSize + 2 * kSmall);  // no block fetched twice
+  EXPECT_EQ(ServerRequests(), before + s.requests);
+}
+
+TEST_F(RemoteCacheTest, AWalkByEightReadersOutOfOrderIsStillAWalk) {
+  auto reader = NewReader();
+  auto src = Source(reader);
+  std::atomic<uint64_t> next{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (uint64_t i; (i = next++) < kSmallCount;) ReadMember(*src, i * kSmall, (i + 1) * kSmall);
+    });
+  }
+  for (auto& t : threads) t.join();
+  const RemoteReaderStats s = reader->stats();
+  EXPECT_LE(s.requests, 40u) << s.requests;
+  EXPECT_GE(s.walk_reads, kSmallCount * 9 / 10);  // a member may come before the one it follows
+}
+
+TEST_F(RemoteCacheTest, SmallMembersReadOutOfOrderCostOneExactRequestEach) {
+  auto reader = NewReader();
+  auto src = Source(reader);
+  // Stride 37 through 419 members (a prime): never a neighbour of the last 16 read.
+  for (uint64_t k = 0; k < kSmallCount; ++k) {
+    const uint64_t i = k * 37 % kSmallCount;
+    ReadMember(*src, i * kSmall, (i + 1) * kSmall);
+  }
+  const RemoteReaderStats s = reader->stats();
+  EXPECT_EQ(s.walk_reads, 0u);
+  EXPECT_EQ(s.requests, kSmallCount);
+  EXPECT_EQ(s.bytes_fetched, kSmallCount * kSmall);
+}
+
+TEST_F(RemoteCacheTest, WalkWindowZeroReadsEveryMemberOnItsOwn) {
+  RemoteReaderOptions o;
+  o.walk_window = 0;
+  auto reader = NewReader(o);
+  auto src = Source(reader);
+  for (uint64_t i = 0; i < 50; ++i) ReadMember(*src, i * kSmall, (i + 1) * kSmall);
+  EXPECT_EQ(reader->stats().requests, 50u);
+  EXPECT_EQ(reader->stats().walk_reads, 0u);
 }
 
 TEST_F(RemoteCacheTest, RandomReadFetchesOneBlock) {
