@@ -142,11 +142,12 @@ Filesystem::SourceNode Filesystem::ToSource(const Node& merged) const {
 }
 
 Result<std::optional<Attr>> Filesystem::Lookup(uint64_t parent, std::string_view name,
-                                               uint64_t prefetch_max) const {
+                                               uint64_t prefetch_max,
+                                               uint64_t prefetch_span) const {
   // One query on the hot path: only a miss needs to know whether `parent` is a directory.
   PACKFS_ASSIGN_OR_RETURN(std::optional<Node> child, catalog_->Lookup(parent, name));
   if (child) {
-    Prefetch(*child, prefetch_max);
+    Prefetch(*child, prefetch_max, prefetch_span);
     return std::optional<Attr>(MakeAttr(*child));
   }
   PACKFS_ASSIGN_OR_RETURN(Node dir, GetNode(parent));
@@ -379,18 +380,17 @@ Result<std::optional<std::span<const uint8_t>>> Filesystem::ReadThrough(
   return Out(*got);
 }
 
-void Filesystem::Prefetch(const Node& file, uint64_t max_bytes) const {
+void Filesystem::Prefetch(const Node& file, uint64_t max_bytes, uint64_t span) const {
   if (file.is_dir() || file.size == 0 || file.size > max_bytes) return;
   SourceNode src = ToSource(file);
   if (src.set->raw_members()) return;  // loose or synthesized: no member range to hint
   Result<ShardLease> lease = src.set->OpenShard(src.node.shard);
   if (!lease.ok() || (*lease)->fd() < 0) return;
   const uint64_t from = std::min(src.node.local_header_offset, src.node.data_offset);
-  // At least kPrefetchSpan from the header on: a hint of exactly the member would keep the
-  // kernel from reading ahead in the shard, and its neighbours, which an epoch reads too,
-  // would each cost a disk request of their own (raw reads of the same shard get them from
-  // the kernel's read-ahead).
-  const uint64_t to = std::max(src.node.data_offset + src.node.size, from + kPrefetchSpan);
+  // At least `span` from the header on: a hint of exactly the member keeps the kernel from
+  // reading ahead in the shard, so neighbours that are read too (an epoch) would each cost a disk
+  // request of their own; where few are (a sample of the set), the span is bytes read for nothing.
+  const uint64_t to = std::max(src.node.data_offset + src.node.size, from + span);
   (void)::posix_fadvise((*lease)->fd(), static_cast<off_t>(from), static_cast<off_t>(to - from),
                         POSIX_FADV_WILLNEED);
 }

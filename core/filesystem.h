@@ -110,11 +110,11 @@ class Filesystem {
   // The child `name` of directory `parent`; nullopt when there is none (a cacheable negative
   // answer). NotFound when `parent` is unknown; an ENOTDIR error when it is a file.
   // When the child is a file of at most `prefetch_max` bytes in a local shard, its bytes (local
-  // header included, and what follows up to kPrefetchSpan) start coming into the page cache in
-  // the background, so that the read that usually follows a lookup finds them there. Best
-  // effort: errors surface at the read.
+  // header included, and what follows up to `prefetch_span` from it) start coming into the page
+  // cache in the background, so that the read that usually follows a lookup finds them there.
+  // Best effort: errors surface at the read.
   Result<std::optional<Attr>> Lookup(uint64_t parent, std::string_view name,
-                                     uint64_t prefetch_max = 0) const;
+                                     uint64_t prefetch_max = 0, uint64_t prefetch_span = 0) const;
   Result<Attr> GetAttr(uint64_t ino) const;
 
   // Entries of directory `ino` starting at `offset` (0 = start; "." and ".." come first), at most
@@ -204,7 +204,7 @@ class Filesystem {
   Attr MakeAttr(const Node& node) const;
   Result<Node> GetNode(uint64_t ino) const;
   Result<Node> GetFile(uint64_t ino) const;
-  void Prefetch(const Node& file, uint64_t max_bytes) const;  // see Lookup
+  void Prefetch(const Node& file, uint64_t max_bytes, uint64_t span) const;  // see Lookup
   // True when reads of `file` are CRC-checked (a zip member, checks on).
   bool ChecksCrc(const Node& file) const;
   // ReadCopy of a resolved node, its bytes checked against the member's CRC-32 (see above).

@@ -95,8 +95,8 @@ class Pusher {
   // The kernel forgot `ino`: its inode and page cache are gone.
   void Forgotten(uint64_t ino);
   // A READ of `ino` (in directory `dir`) is being answered: the reader is reading it through
-  // requests, so it is not one to push, and it counts as served in its directory. Counts a wasted push when it had been pushed (its pages were evicted
-  // before it was read).
+  // requests, so it is not one to push, and it counts as served in its directory. Counts a
+  // wasted push when it had been pushed (its pages were evicted before it was read).
   void Served(uint64_t ino, uint64_t dir);
   // Whether enough of `dir` has been served for pushing into it to pay (see above).
   bool DirReady(uint64_t dir);

@@ -2,10 +2,12 @@
 // after a listing, once a directory is past its first 15%, reading one file brings the files
 // that follow it in the shard, and reading those sends no READ; a pass that reads a sample of a
 // directory pushes nothing; by path (no listing) nothing is pushed; -o nopush turns it off; a
-// neighbour whose bytes fail their CRC-32 is never pushed. Request counts come from
+// neighbour whose bytes fail their CRC-32 is never pushed; a lookup's prefetch takes the shard past
+// the file only once the directory is warm. Request counts come from
 // user.packfs.stats.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -14,6 +16,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -92,6 +96,7 @@ class FusePushTest : public ::testing::Test {
       auto m = nlohmann::json::parse(line);
       at[m["key"]] = {m["offset"].get<uint64_t>(), m["size"].get<uint64_t>()};
     }
+    at_ = at;
     const uint64_t start = at[Name(0)].first;
     for (int i = 1; i < kFiles; ++i) {
       const auto [off, size] = at[Name(i)];
@@ -112,7 +117,33 @@ class FusePushTest : public ::testing::Test {
   TempDir tmp_;
   std::vector<std::string> files_;
   int in_window_ = 0;  // files after d/0000.bin within the push window
+  std::map<std::string, std::pair<uint64_t, uint64_t>> at_;  // key -> data offset, size
 };
+
+// The shard's pages in [from, to) that are in the page cache (mincore), after dropping them all
+// first when `drop` is set.
+size_t ResidentPages(const std::string& shard, uint64_t from, uint64_t to, bool drop = false) {
+  const int fd = ::open(shard.c_str(), O_RDONLY);
+  EXPECT_GE(fd, 0) << shard;
+  if (fd < 0) return 0;
+  if (drop) {
+    ::fdatasync(fd);
+    EXPECT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+  }
+  struct stat st;
+  ::fstat(fd, &st);
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  void* map = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  EXPECT_NE(map, MAP_FAILED);
+  if (map == MAP_FAILED) return 0;
+  std::vector<unsigned char> vec((static_cast<size_t>(st.st_size) + page - 1) / page);
+  EXPECT_EQ(::mincore(map, static_cast<size_t>(st.st_size), vec.data()), 0);
+  ::munmap(map, static_cast<size_t>(st.st_size));
+  size_t n = 0;
+  for (uint64_t p = from / page; p < (to + page - 1) / page && p < vec.size(); ++p) n += vec[p] & 1;
+  return n;
+}
 
 TEST_F(FusePushTest, AfterAListingTheFollowersOfAReadComeWithoutRequests) {
   Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
@@ -175,6 +206,48 @@ TEST_F(FusePushTest, ByPathNothingIsPushedAndTheDirectoryBoundaryHolds) {
   reads = Reads(mnt);
   testing::ReadFile(mnt + "/e/next-dir.bin");
   EXPECT_EQ(Reads(mnt), reads + 1);
+}
+
+TEST_F(FusePushTest, ALookupPrefetchesTheShardPastTheFileOnlyOnceTheDirectoryIsWarm) {
+  // A lookup hints the file's bytes into the page cache; past a directory's first 15% the hint
+  // takes 128 KiB of the shard from the file on (its neighbours, which an epoch reads next), and
+  // before that exactly the file (a sample pass would read the span for nothing).
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  const std::string mnt = mount.path();
+  const std::string shard = tmp_ / "media/pack-0000.zip";
+  // Pages of the shard from the end of file i's page to 64 KiB on (its followers).
+  auto after = [&](int i) {
+    const auto [off, size] = at_[Name(i)];
+    const uint64_t from = (off + size + 4095) / 4096 * 4096 + 4096;
+    return std::make_pair(from, from + (64 << 10));
+  };
+  // Waits up to 2 s for pages of [from, to) to come in; returns how many did.
+  auto resident = [&](std::pair<uint64_t, uint64_t> r) {
+    size_t n = 0;
+    for (int i = 0; i < 40 && n == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      n = ResidentPages(shard, r.first, r.second);
+    }
+    return n;
+  };
+  struct stat st;
+  ResidentPages(shard, 0, 0, /*drop=*/true);
+  ASSERT_EQ(::stat((mnt + "/" + Name(20)).c_str(), &st), 0);
+  // The file itself comes in (the hint works at all) ...
+  const auto [off20, size20] = at_[Name(20)];
+  size_t own = 0;
+  for (int i = 0; i < 40 && own == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    own = ResidentPages(shard, off20, off20 + size20);
+  }
+  EXPECT_GT(own, 0u) << "the lookup did not prefetch the file";
+  // ... and nothing past it while the directory is cold.
+  EXPECT_EQ(resident(after(20)), 0u) << "a cold directory's lookup read past the file";
+  WarmUp(mnt);
+  ResidentPages(shard, 0, 0, /*drop=*/true);
+  ASSERT_EQ(::stat((mnt + "/" + Name(30)).c_str(), &st), 0);
+  EXPECT_GT(resident(after(30)), 0u) << "a warm directory's lookup did not read past the file";
 }
 
 TEST_F(FusePushTest, OptionNopushTurnsItOff) {
