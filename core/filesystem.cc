@@ -390,6 +390,9 @@ void Filesystem::Prefetch(const Node& file, uint64_t max_bytes, uint64_t span) c
   // At least `span` from the header on: a hint of exactly the member keeps the kernel from
   // reading ahead in the shard, so neighbours that are read too (an epoch) would each cost a disk
   // request of their own; where few are (a sample of the set), the span is bytes read for nothing.
+  // On network storage a request costs a round trip and bytes are cheap by comparison: the span
+  // always pays there (over sshfs, a pass over a third of a set ran 1.3x faster with it).
+  if (src.set->on_network_fs()) span = std::max(span, kPrefetchSpan);
   const uint64_t to = std::max(src.node.data_offset + src.node.size, from + span);
   (void)::posix_fadvise((*lease)->fd(), static_cast<off_t>(from), static_cast<off_t>(to - from),
                         POSIX_FADV_WILLNEED);

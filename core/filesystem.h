@@ -110,7 +110,8 @@ class Filesystem {
   // The child `name` of directory `parent`; nullopt when there is none (a cacheable negative
   // answer). NotFound when `parent` is unknown; an ENOTDIR error when it is a file.
   // When the child is a file of at most `prefetch_max` bytes in a local shard, its bytes (local
-  // header included, and what follows up to `prefetch_span` from it) start coming into the page
+  // header included, and what follows up to `prefetch_span` from it; at least kPrefetchSpan when
+  // the shards are on a network file system) start coming into the page
   // cache in the background, so that the read that usually follows a lookup finds them there.
   // Best effort: errors surface at the read.
   Result<std::optional<Attr>> Lookup(uint64_t parent, std::string_view name,

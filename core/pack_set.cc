@@ -3,6 +3,7 @@
 #include "core/pack_set.h"
 
 #include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include <cstring>
 #include <filesystem>
@@ -163,6 +164,7 @@ Result<std::unique_ptr<PackSet>> PackSet::Open(const std::string& dir_in,
 
   std::unique_ptr<PackSet> ps(new PackSet());
   ps->dir_ = dir;
+  ps->on_network_fs_ = OnNetworkFilesystem(dir);
   if (opts.catalog_use != Use::kNone) {
     Result<std::unique_ptr<Catalog>> cat = Catalog::Open(catalog_path);
     if (cat.ok() && !shard_files.empty() && !ListsExactly(**cat, names)) {
@@ -214,6 +216,26 @@ Result<std::unique_ptr<PackSet>> PackSet::Open(const std::string& dir_in,
       opts.max_open_shards ? opts.max_open_shards : DefaultMaxOpenShards(), refresh,
       t.files + t.directories);
   return ps;
+}
+
+bool OnNetworkFilesystem(const std::string& path) {
+  struct statfs st;
+  if (::statfs(path.c_str(), &st) != 0) return false;
+  switch (static_cast<uint64_t>(st.f_type) & 0xFFFFFFFFu) {
+    case 0x6969:      // NFS
+    case 0x517B:      // SMB
+    case 0xFE534D42:  // SMB2
+    case 0xFF534D42:  // CIFS
+    case 0x00C36400:  // Ceph
+    case 0x01021997:  // 9p
+    case 0x5346414F:  // AFS
+    case 0x6B414653:  // kAFS
+    case 0x0BD00BD0:  // Lustre
+    case 0x65735546:  // FUSE (sshfs, GlusterFS, s3fs, rclone, ...)
+      return true;
+    default:
+      return false;
+  }
 }
 
 Result<std::unique_ptr<PackSet>> PackSet::FromSources(std::string label, const CatalogData& data,

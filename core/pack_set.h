@@ -83,6 +83,8 @@ class PackSet {
   const std::string& dir() const { return dir_; }
   // True for FromSources sets: files are whole sources, with no blob reference or CRC of their own.
   bool raw_members() const { return raw_members_; }
+  // Whether the shards live on a network file system (see OnNetworkFilesystem).
+  bool on_network_fs() const { return on_network_fs_; }
   const Catalog& catalog() const { return *catalog_; }
   const std::vector<std::string>& warnings() const { return warnings_; }
   bool using_catalog_file() const { return using_catalog_file_; }
@@ -142,7 +144,13 @@ class PackSet {
   std::vector<std::string> warnings_;
   bool using_catalog_file_ = false;
   bool raw_members_ = false;  // FromSources: no member headers
+  bool on_network_fs_ = false;
 };
+
+// Whether `path` lies on a file system where every request crosses a network or a user-space
+// server (NFS, SMB/CIFS, Ceph, 9p, AFS, Lustre, GlusterFS, FUSE such as sshfs), so that a request
+// costs a round trip and reading ahead is cheap by comparison. False when unknown.
+bool OnNetworkFilesystem(const std::string& path);
 
 // Lists the shard files of a pack directory in index order ("pack-0000.zip", ...); a directory
 // without zip shards lists its tar shards ("*.tar", name order) instead. Other files are ignored.

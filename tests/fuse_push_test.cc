@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/pack_set.h"
 #include "tests/support/mount_util.h"
 #include "tests/support/test_util.h"
 
@@ -248,6 +249,17 @@ TEST_F(FusePushTest, ALookupPrefetchesTheShardPastTheFileOnlyOnceTheDirectoryIsW
   ResidentPages(shard, 0, 0, /*drop=*/true);
   ASSERT_EQ(::stat((mnt + "/" + Name(30)).c_str(), &st), 0);
   EXPECT_GT(resident(after(30)), 0u) << "a warm directory's lookup did not read past the file";
+}
+
+TEST_F(FusePushTest, AShardOnAFuseMountCountsAsNetworkStorage) {
+  // Where the lookup's span is always taken (core/filesystem.cc): a FUSE file system (sshfs,
+  // rclone, s3fs) is network storage, the test's own temporary directory is not.
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  EXPECT_TRUE(OnNetworkFilesystem(mount.path()));
+  EXPECT_TRUE(OnNetworkFilesystem(mount.path() + "/d"));
+  EXPECT_FALSE(OnNetworkFilesystem(tmp_ / "media"));
+  EXPECT_FALSE(OnNetworkFilesystem(tmp_ / "no such dir"));
 }
 
 TEST_F(FusePushTest, OptionNopushTurnsItOff) {
