@@ -263,10 +263,12 @@ uint64_t RemoteReader::Window(const std::string& key, uint64_t begin, uint64_t o
 }
 
 bool RemoteReader::Walking(const std::string& key, uint64_t begin, uint64_t end) {
-  // A neighbour starts where a recently read member ended (a tar member after the padding of
-  // the one before). Readers in several threads hand members over out of order, so any of the
-  // last few members counts, not only the very last; random reads start right after one of
-  // them rarely, and twice in a row almost never.
+  // A neighbour starts where a recently read member ended, or ends where one began (a tar member
+  // and the padding before the next: within 4 KiB). Readers in several threads hand members over
+  // out of order, and one may be late by the time of a few others, so any of the last 16 members
+  // counts, on either side. A walk is a neighbour after at least two others among the last 16:
+  // random reads are neighbours of a recent member rarely, and three times in sixteen almost never.
+  // Once walking, the stretch walked so far is remembered (see `behind`).
   constexpr uint64_t kGap = 4096;
   std::lock_guard<std::mutex> lock(streams_mu_);
   auto it = walks_.find(key);
@@ -283,13 +285,28 @@ bool RemoteReader::Walking(const std::string& key, uint64_t begin, uint64_t end)
   Walk& w = it->second;
   w.last_use = ++stream_clock_;
   bool adjacent = false;
+  size_t neighbours = 0;
   for (size_t i = 0; i < w.recent_n; ++i) {
-    if (w.recent[i].begin == begin) return w.recent[i].walked;
-    adjacent = adjacent || (begin >= w.recent[i].end && begin <= w.recent[i].end + kGap);
+    const Walk::Member& m = w.recent[i];
+    if (m.begin == begin) return m.walked;
+    adjacent = adjacent || (begin >= m.end && begin <= m.end + kGap) ||
+               (m.begin >= end && m.begin <= end + kGap);
+    neighbours += m.neighbour;
   }
-  w.streak = adjacent ? w.streak + 1 : 0;
-  const bool walked = w.streak >= 2;
-  w.recent[w.recent_at] = Walk::Member{begin, end, walked};
+  // A member inside the stretch a walk has read (a reader that fell behind the others by more
+  // than 16 members), or a little ahead of it (one that got ahead of the readers of the members
+  // before it), belongs to it too: its blocks were fetched, or are being read ahead.
+  const bool behind = w.walk_end > w.walk_begin && begin + kGap >= w.walk_begin &&
+                      begin <= w.walk_end + Slack();
+  const bool walked = behind || (adjacent && neighbours >= 2);
+  if (walked && !behind) {
+    w.walk_begin = begin;  // a walk (re)starts here
+    w.walk_end = end;
+  } else if (walked) {
+    w.walk_begin = std::min(w.walk_begin, begin);
+    w.walk_end = std::max(w.walk_end, end);
+  }
+  w.recent[w.recent_at] = Walk::Member{begin, end, adjacent, walked};
   w.recent_at = (w.recent_at + 1) % Walk::kRecent;
   w.recent_n = std::min(w.recent_n + 1, Walk::kRecent);
   return walked;

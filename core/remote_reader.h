@@ -5,12 +5,14 @@
 // go to a bounded in-memory LRU (BlockCache) and, optionally, a DiskCache that outlives the mount.
 //
 // Small members read in shard order (a directory walk, cp -r, a loader walking its shards) are
-// read as blocks instead, with a read-ahead window that runs across members (walk_window): once
-// two members of an object in a row started where one of its last 16 members read ended (within
-// 4 KiB; several reader threads hand members over out of order), the next is served from aligned
-// blocks and what follows it in the shard is fetched ahead in parts, so a walk costs one request
-// per part, not one per file. Random reads almost never start at a recent member's end twice in a
-// row, so they keep costing exactly one member's bytes.
+// read as blocks instead, with a read-ahead window that runs across members (walk_window): a
+// member that starts where one of the object's last 16 members read ended (or ends where one
+// began; within 4 KiB), when two others of those 16 were such neighbours too, is served from
+// aligned blocks, and what follows it in the shard is fetched ahead in parts, so a walk costs one
+// request per part, not one per file. Several reader threads hand members over out of order,
+// hence any of the last 16 on either side, and a member inside the stretch the walk has covered
+// or within 1 MiB past it (a reader that fell behind, or got ahead) is part of it too. Random reads are almost never neighbours three
+// times in sixteen, so they keep costing exactly one member's bytes.
 //
 // Why these numbers: FUSE hands reads over in 128 KiB pieces, so over a 20 ms round trip a
 // member read one piece per request crawls at ~6 MiB/s; one request for a small member (most
@@ -178,16 +180,17 @@ class RemoteReader {
   uint64_t active_streams_ = 1;
   std::chrono::steady_clock::time_point counted_at_;
 
-  // Per object: how many small members in a row started where a recent one ended, and the last
-  // members read with the answer each got (guarded by streams_mu_).
+  // Per object: the last small members read, whether each was a neighbour of one read before it
+  // and the answer each got (guarded by streams_mu_).
   struct Walk {
     static constexpr size_t kRecent = 16;
     struct Member {
       uint64_t begin = 0, end = 0;
+      bool neighbour = false;
       bool walked = false;
     };
-    uint64_t streak = 0;
     uint64_t last_use = 0;
+    uint64_t walk_begin = 0, walk_end = 0;  // the stretch of the object the current walk read
     Member recent[kRecent];
     size_t recent_at = 0;
     size_t recent_n = 0;
