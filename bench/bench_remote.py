@@ -29,7 +29,8 @@ import sys
 import threading
 import time
 
-from common import ROOT, Broken, drop_caches, is_mounted, make_small_files, out, sh, unmount
+from common import (ROOT, Broken, drop_caches, is_mounted, make_small_files, out, sh,
+                    stop_process, unmount)
 
 PROXY = os.path.join(ROOT, "tests", "support", "delay_proxy.py")
 CHECK_FILES = 300  # small files compared byte for byte per contender before measuring
@@ -97,13 +98,7 @@ class Proxy:
         return None
 
     def stop(self):
-        if self.p.poll() is None:
-            self.p.terminate()
-        try:
-            self.p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait()
+        stop_process(self.p)
 
 
 class Servers:

@@ -39,7 +39,7 @@ import subprocess
 import time
 
 from common import (Broken, TooSlow, drop_caches, is_mounted, make_small_files, mount, out,
-                    packfs_stats, sh, unmount)
+                    packfs_stats, sh, stop_process, unmount)
 from bench_remote import Proxy, Servers, free_port, raw_gets, wait_port
 from bench_small import stats_delta
 import bench_shared_loader
@@ -212,13 +212,7 @@ LogLevel ERROR
 
     def stop(self):
         if self.p:
-            if self.p.poll() is None:
-                self.p.terminate()
-            try:
-                self.p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
+            stop_process(self.p)
             self.p = None
         if self.made_run_dir:
             try:

@@ -91,6 +91,17 @@ def machine_info():
 
 # --- mounts ---------------------------------------------------------------------------------------
 
+def stop_process(p):
+    """Terminates p (a Popen) if it still runs and waits for it; kills it after 10 s."""
+    if p.poll() is None:
+        p.terminate()
+    try:
+        p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
 def is_mounted(mnt):
     return subprocess.run(["mountpoint", "-q", mnt]).returncode == 0
 

@@ -20,6 +20,18 @@ uint64_t CacheCapacity(const RemoteReaderOptions& o) {
   return std::max(4 * o.block_size, o.memory_bytes - reserve);
 }
 
+// Per-object state maps (sequential streams, walks) hold at most 4096 entries: a new one
+// replaces the one used least recently (entries carry last_use).
+template <typename Map>
+void EraseLeastRecentWhenFull(Map& map) {
+  if (map.size() < 4096) return;
+  auto oldest = map.begin();
+  for (auto e = map.begin(); e != map.end(); ++e) {
+    if (e->second.last_use < oldest->second.last_use) oldest = e;
+  }
+  map.erase(oldest);
+}
+
 }  // namespace
 
 Result<std::shared_ptr<RemoteReader>> RemoteReader::Create(const RemoteReaderOptions& options) {
@@ -221,13 +233,7 @@ uint64_t RemoteReader::Window(const std::string& key, uint64_t begin, uint64_t o
   std::lock_guard<std::mutex> lock(streams_mu_);
   auto it = streams_.find(skey);
   if (it == streams_.end()) {
-    if (streams_.size() >= 4096) {
-      auto oldest = streams_.begin();
-      for (auto s = streams_.begin(); s != streams_.end(); ++s) {
-        if (s->second.last_use < oldest->second.last_use) oldest = s;
-      }
-      streams_.erase(oldest);
-    }
+    EraseLeastRecentWhenFull(streams_);
     Stream s;
     // A first read at the member's start is taken as the start of a sequential read.
     s.window = offset - begin <= 2 * options_.block_size
@@ -273,13 +279,7 @@ bool RemoteReader::Walking(const std::string& key, uint64_t begin, uint64_t end)
   std::lock_guard<std::mutex> lock(streams_mu_);
   auto it = walks_.find(key);
   if (it == walks_.end()) {
-    if (walks_.size() >= 4096) {
-      auto oldest = walks_.begin();
-      for (auto w = walks_.begin(); w != walks_.end(); ++w) {
-        if (w->second.last_use < oldest->second.last_use) oldest = w;
-      }
-      walks_.erase(oldest);
-    }
+    EraseLeastRecentWhenFull(walks_);
     it = walks_.emplace(key, Walk{}).first;
   }
   Walk& w = it->second;
