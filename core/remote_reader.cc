@@ -295,7 +295,11 @@ bool RemoteReader::Walking(const std::string& key, uint64_t begin, uint64_t end)
   }
   // A member inside the stretch a walk has read (a reader that fell behind the others by more
   // than 16 members), or a little ahead of it (one that got ahead of the readers of the members
-  // before it), belongs to it too: its blocks were fetched, or are being read ahead.
+  // before it), belongs to it too: its blocks were fetched, or are being read ahead. Once more
+  // than 16 members in a row were nobody's neighbour, the walk has ended and its stretch is
+  // forgotten: later random reads inside it must not each read ahead 4 MiB.
+  w.strays = adjacent ? 0 : w.strays + 1;
+  if (w.strays > Walk::kRecent) w.walk_begin = w.walk_end = 0;
   const bool behind = w.walk_end > w.walk_begin && begin + kGap >= w.walk_begin &&
                       begin <= w.walk_end + Slack();
   const bool walked = behind || (adjacent && neighbours >= 2);

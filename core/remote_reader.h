@@ -11,7 +11,8 @@
 // aligned blocks, and what follows it in the shard is fetched ahead in parts, so a walk costs one
 // request per part, not one per file. Several reader threads hand members over out of order,
 // hence any of the last 16 on either side, and a member inside the stretch the walk has covered
-// or within 1 MiB past it (a reader that fell behind, or got ahead) is part of it too. Random reads are almost never neighbours three
+// or within 1 MiB past it (a reader that fell behind, or got ahead) is part of it too, until more
+// than 16 members in a row were nobody's neighbour. Random reads are almost never neighbours three
 // times in sixteen, so they keep costing exactly one member's bytes.
 //
 // Why these numbers: FUSE hands reads over in 128 KiB pieces, so over a 20 ms round trip a
@@ -191,6 +192,7 @@ class RemoteReader {
     };
     uint64_t last_use = 0;
     uint64_t walk_begin = 0, walk_end = 0;  // the stretch of the object the current walk read
+    size_t strays = 0;  // members in a row that were no recent member's neighbour
     Member recent[kRecent];
     size_t recent_at = 0;
     size_t recent_n = 0;

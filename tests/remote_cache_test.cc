@@ -1,7 +1,7 @@
 // RemoteReader against nginx on loopback: a small member costs one GET however it is read; a
 // sequential read of a large member issues far fewer requests than its 128 KiB reads; a random
 // read fetches one block; a walk over small members in shard order (one reader or eight) costs a
-// request per part of its read-ahead, small members read out of order one exact request each; concurrent readers of one member share one GET; the memory bound holds;
+// request per part of its read-ahead, small members read out of order one exact request each, and so do random reads inside a walk that has ended; concurrent readers of one member share one GET; the memory bound holds;
 // the disk cache serves a second reader with no GET, refetches damaged bytes (never serving
 // them), ignores crash leftovers in its extent log and entries of an object whose ETag changed,
 // and stays within its size bound; it maps its file for a splice only over extents checked in
@@ -192,6 +192,24 @@ TEST_F(RemoteCacheTest, SmallMembersReadOutOfOrderCostOneExactRequestEach) {
   EXPECT_EQ(s.walk_reads, 0u);
   EXPECT_EQ(s.requests, kSmallCount);
   EXPECT_EQ(s.bytes_fetched, kSmallCount * kSmall);
+}
+
+TEST_F(RemoteCacheTest, RandomReadsInsideAnEndedWalkAreNotWalks) {
+  auto reader = NewReader();
+  auto src = Source(reader);
+  for (uint64_t i = 0; i < 100; ++i) ReadMember(*src, i * kSmall, (i + 1) * kSmall);
+  const uint64_t walked = reader->stats().walk_reads;
+  EXPECT_EQ(walked, 100u - 3);
+  // 17 reads at random beyond the walk's stretch (members 200..418, stride 37): the walk is over.
+  for (uint64_t k = 0; k < 17; ++k) {
+    const uint64_t i = 200 + k * 37 % 219;
+    ReadMember(*src, i * kSmall, (i + 1) * kSmall);
+  }
+  EXPECT_EQ(reader->stats().walk_reads, walked);
+  // Random reads back inside the old stretch are single members again, not a restarted walk
+  // (each would read 4 MiB ahead where the stretch is no longer cached).
+  for (uint64_t i : {50u, 11u, 83u, 30u, 67u}) ReadMember(*src, i * kSmall, (i + 1) * kSmall);
+  EXPECT_EQ(reader->stats().walk_reads, walked);
 }
 
 TEST_F(RemoteCacheTest, WalkWindowZeroReadsEveryMemberOnItsOwn) {
