@@ -74,6 +74,9 @@ def parse_args():
                     help="epoch: files read once each in random order (the first ones of the "
                     "data set, whole directories)")
     ap.add_argument("--epoch-threads", type=int, nargs="+", default=[2, 8])
+    ap.add_argument("--epoch-memory", type=int, default=0,
+                    help="epoch: bytes of memory (cgroup) for the second epoch, on a set that does "
+                    "not fit (default: a quarter of the set plus 48 MiB)")
     ap.add_argument("--epoch-budget", type=float, default=60,
                     help="epoch: seconds a pass may take")
     ap.add_argument("--mount-budget", type=float, default=60, help="seconds a mount may take")

@@ -14,11 +14,15 @@ packfs -o nopush: what pushing a read's followers into the page cache buys),
 squashfuse over an uncompressed squashfs of the same files. Every contender is checked byte for
 byte on a few hundred files first (bench_small.check). Repeats are interleaved; every pass is a
 fresh mount after dropped caches.
+
+Then the same epoch on a set that does not fit: loose, raw pread, packfs and packfs -o nopush
+again, with this process and all it starts (mounts, readers) in a memory cgroup of a quarter of
+the set plus 48 MiB for the processes (--epoch-memory), page cache included.
 """
 import os
 import random
 
-from common import Broken, drop_caches, packfs_stats, uring_enabled
+from common import Broken, drop_caches, memory_limited, packfs_stats, uring_enabled
 from bench_small import Contender, ours, read_pass, stats_delta, CHECK_FILES
 
 
@@ -89,34 +93,57 @@ def _bench_epoch(args, work, ds, rows, uring):
         elif ours(c.name) and (res["errors"] or not res["complete"]):
             broken.append(f"{c.name}: {res['errors']} read errors in the epoch check")
     try:
-        for pattern in ("path", "scan"):
-            for threads in args.epoch_threads:
-                for r in range(args.repeat):
-                    for c in cs[r % len(cs):] + cs[:r % len(cs)]:
-                        if c.dead or (pattern == "scan" and c.pread) or not c.ready(
-                                args.mount_budget):
-                            continue
-                        drop_caches()
-                        before = packfs_stats(c.root) if c.name.startswith("packfs") else None
-                        res = read_pass(args, work, c, r, threads, pattern == "scan",
-                                        args.epoch_budget, prefix="epoch-")
-                        row = {"bench": "epoch", "pattern": pattern, "threads": threads,
-                               "contender": c.name, "repeat": r, **res}
-                        if before:
-                            row["packfs_stats"] = stats_delta(before, packfs_stats(c.root))
-                        if not res["complete"]:
-                            row["too_slow"] = "too slow: %d files in %.1f s" % (
-                                res["files"], res["seconds"])
-                        if ours(c.name) and res["errors"]:
-                            broken.append(f"{c.name}: {res['errors']} read errors in epoch "
-                                          f"{pattern} t{threads} r{r}")
-                        rows.append(row)
-                        print(f"epoch {pattern} t{threads} r{r} {c.name:20s} "
-                              f"{res['files_per_s']:10.0f} files/s"
-                              + ("" if res["complete"] else "  (" + row["too_slow"] + ")"),
-                              flush=True)
+        run_passes(args, work, cs, rows, broken, {})
+        # The same epoch on a machine with less memory than the set: mounts and readers in a
+        # memory cgroup holding a quarter of it (plus room for the processes), page cache
+        # included. Neighbours read ahead or pushed may now be evicted before their turn.
+        limit = args.epoch_memory or total // 4 + (48 << 20)
+        small = [c for c in cs if c.name in ("loose", "raw pread", "packfs", "packfs -o nopush")]
+        with memory_limited(limit) as why:
+            if why:
+                print(f"epoch with {limit >> 20} MiB of memory: skipped, {why}", flush=True)
+                rows.append({"bench": "epoch-memory-skipped", "why": why})
+            else:
+                print(f"epoch with {limit >> 20} MiB of memory (a memory cgroup)", flush=True)
+                try:
+                    run_passes(args, work, small, rows, broken, {"memory": limit})
+                finally:
+                    for c in small:  # its daemons must leave the cgroup before it goes
+                        c.close()
     finally:
         for c in cs:
             c.close()
     if broken:
         raise Broken("epoch: " + "; ".join(dict.fromkeys(broken)))
+
+
+def run_passes(args, work, cs, rows, broken, extra):
+    """Every pattern, thread count and repeat over contenders cs (interleaved per repeat);
+    rows get `extra` (e.g. the memory limit)."""
+    tag = f" {extra['memory'] >> 20}M" if "memory" in extra else ""
+    for pattern in ("path", "scan"):
+        for threads in args.epoch_threads:
+            for r in range(args.repeat):
+                for c in cs[r % len(cs):] + cs[:r % len(cs)]:
+                    if c.dead or (pattern == "scan" and c.pread) or not c.ready(
+                            args.mount_budget):
+                        continue
+                    drop_caches()
+                    before = packfs_stats(c.root) if c.name.startswith("packfs") else None
+                    res = read_pass(args, work, c, r, threads, pattern == "scan",
+                                    args.epoch_budget, prefix="epoch-")
+                    row = {"bench": "epoch", "pattern": pattern, "threads": threads,
+                           "contender": c.name, "repeat": r, **extra, **res}
+                    if before:
+                        row["packfs_stats"] = stats_delta(before, packfs_stats(c.root))
+                    if not res["complete"]:
+                        row["too_slow"] = "too slow: %d files in %.1f s" % (
+                            res["files"], res["seconds"])
+                    if ours(c.name) and res["errors"]:
+                        broken.append(f"{c.name}: {res['errors']} read errors in epoch "
+                                      f"{pattern} t{threads} r{r}{tag}")
+                    rows.append(row)
+                    print(f"epoch{tag} {pattern} t{threads} r{r} {c.name:20s} "
+                          f"{res['files_per_s']:10.0f} files/s"
+                          + ("" if res["complete"] else "  (" + row["too_slow"] + ")"),
+                          flush=True)

@@ -8,7 +8,6 @@
 - mount: `packfs DATASET MNT` of a 10,000-episode, 2-camera dataset until `stat` of an episode
   directory answers, and the daemon's RSS then.
 """
-import glob
 import json
 import os
 import subprocess

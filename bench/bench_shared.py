@@ -24,7 +24,8 @@ explain the ratios.
 
 (c), full runs only: one epoch of torchvision's ImageFolder + DataLoader (bench/loader_epoch.py,
 run by /usr/bin/python3, where Debian's python3-torchvision installs) over JPEGs, on local loose
-files, packfs, loose files on sshfs and packfs over sshfs (1 ms).
+files, packfs, loose files on sshfs and packfs over sshfs (1 ms), and over HTTP (5 ms): `rclone
+mount` of the loose JPEGs and packfs of their pack set's URL.
 
 Passes run at most --shared-budget seconds (a contender once over it gets --shared-slow-budget
 from then on; one that got through less than a tenth is not repeated); the rate of a cut pass
@@ -352,14 +353,47 @@ def loader_contenders(args, work, www, sshd, proxy, delay):
     cfg = sshd.ssh_config(proxy.port, f"{delay:g}ms")
     sshfs = (["sshfs", "-F", cfg, "bench:" + www, mnt("sshfs"), "-o", "ro"], mnt("sshfs"))
     over = os.path.join(mnt("sshfs"), os.path.relpath(packset, www))
-    return [Contender("local loose files", "loose", "dir", loose, via_proxy=False),
-            Contender("packfs (local)", "packfs", "dir", mnt("packfs"),
-                      [([packfs, packset, mnt("packfs")], mnt("packfs"))], ours=True,
-                      via_proxy=False),
-            Contender(f"loose files on sshfs {delay:g} ms", "loose", "dir",
-                      os.path.join(mnt("sshfs"), os.path.relpath(loose, www)), [sshfs]),
-            Contender(f"packfs over sshfs {delay:g} ms", "packfs", "dir", mnt("packfs"),
-                      [sshfs, ([packfs, over, mnt("packfs")], mnt("packfs"))], ours=True)]
+    warm = Contender("local loose files, page cache warm", "cached", "dir", loose,
+                     via_proxy=False)
+    warm.warm = True  # read once before the epoch instead of dropping caches: decoding's limit
+    cs = [warm, Contender("local loose files", "loose", "dir", loose, via_proxy=False),
+          Contender("packfs (local)", "packfs", "dir", mnt("packfs"),
+                    [([packfs, packset, mnt("packfs")], mnt("packfs"))], ours=True,
+                    via_proxy=False),
+          Contender(f"loose files on sshfs {delay:g} ms", "loose", "dir",
+                    os.path.join(mnt("sshfs"), os.path.relpath(loose, www)), [sshfs]),
+          Contender(f"packfs over sshfs {delay:g} ms", "packfs", "dir", mnt("packfs"),
+                    [sshfs, ([packfs, over, mnt("packfs")], mnt("packfs"))], ours=True)]
+    for c, storage in zip(cs, ("local", "local", "local", f"sshfs {delay:g} ms",
+                               f"sshfs {delay:g} ms")):
+        c.storage = storage
+    return cs
+
+
+def http_loader_contenders(args, work, d, srv):
+    """The DataLoader epoch over HTTP: `rclone mount` of the loose JPEGs, packfs of their pack
+    set's URL (bench_shared_loader.py)."""
+    mnt = lambda n: os.path.join(work, "mnt", f"shared-{n}")  # noqa: E731
+    storage = f"http {args.shared_http_delay_ms:g} ms"
+    cs = []
+    rclone = shutil.which("rclone")
+    c = Contender(f"rclone mount (loose files) {storage}", "loose", "dir", mnt("rclone"))
+    if rclone:
+        conf = os.path.join(d, "rclone.conf")
+        open(conf, "a").close()
+        c.mounts = [([rclone, "mount", ":http:", mnt("rclone"), "--http-url",
+                      srv.url + "/jpeg/", "--read-only", "--config", conf,
+                      "--cache-dir", os.path.join(d, "rclone-cache")], mnt("rclone"),
+                     os.path.join(d, "rclone.log"))]
+    else:
+        c.dead = "not available: rclone not installed (scripts/install-deps.sh --bench)"
+    cs.append(c)
+    cs.append(Contender(f"packfs (http) {storage}", "packfs", "dir", mnt("packfs-http"), [(
+        [os.path.join(args.build, "packfs"), "--cache-dir", os.path.join(d, "packfs-cache"),
+         srv.url + "/jpeg-pack", mnt("packfs-http")], mnt("packfs-http"))], ours=True))
+    for c in cs:
+        c.storage = storage
+    return cs
 
 
 def http_contenders(args, work, d, srv):
@@ -596,6 +630,10 @@ def bench_shared(args, work, ds, rows):
         broken += run_group(args, f"http {args.shared_http_delay_ms:g} ms",
                             args.shared_http_delay_ms, cs, lists, www, srv.proxy, rows,
                             srv_port=srv.proxy_port)
+        if not broken and not args.quick:
+            lcs = http_loader_contenders(args, work, d, srv)
+            cs += lcs
+            broken += bench_shared_loader.run(args, work, ds, rows, www, lcs, srv.proxy)
     finally:
         for c in cs:
             c.close()

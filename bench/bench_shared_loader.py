@@ -1,8 +1,9 @@
 """Part (c) of the shared-storage benchmark (issue 22 §2), full runs only: one epoch of a real
 loader, torchvision's ImageFolder + DataLoader (bench/loader_epoch.py: 4 workers, batch 32,
 decode and resize), over --shared-images JPEGs of 50-200 KiB in 5 class directories, on the
-local loose files, packfs of their local pack set, the loose files on sshfs and packfs over
-sshfs (at the smallest sshfs delay; bench_shared.py makes those mounts).
+local loose files already in the page cache (the decoding's own limit), the local loose files, packfs of their local pack set, the loose files on sshfs and packfs over
+sshfs (at the smallest sshfs delay), and over HTTP: `rclone mount` of the loose files and packfs
+of the pack set's URL (bench_shared.py makes those mounts).
 
 torchvision runs under /usr/bin/python3, where Debian's python3-torchvision installs (the
 python3 first on PATH may be another one). It is large, so it is installed here, on demand, only
@@ -120,6 +121,11 @@ def run(args, work, ds, rows, www, contenders, proxy):
             if c.ready(args.mount_budget) is None:
                 continue
             drop_caches()
+            if getattr(c, "warm", False):  # the same files read once: the epoch finds them cached
+                for f in files:
+                    with open(os.path.join(c.root, f), "rb") as fh:
+                        while fh.read(1 << 20):
+                            pass
             before = proxy.counts()
             res, err = epoch(c.root, r, budget)
             after = proxy.counts()
@@ -130,7 +136,8 @@ def run(args, work, ds, rows, www, contenders, proxy):
                 if c.ours:
                     broken.append(f"loader {c.name}: {err}")
             else:
-                row = {"bench": "shared-loader", "contender": c.name, "repeat": r, **res,
+                row = {"bench": "shared-loader", "contender": c.name, "repeat": r,
+                       "storage": getattr(c, "storage", None), "role": c.role, **res,
                        "proxy": {"requests": after["chunks"] - before["chunks"]}
                        if after and before and c.via_proxy else None}
                 if not res["complete"]:

@@ -177,6 +177,9 @@ def stats_delta(before, after):
     if "io_uring" in after:
         res["io_uring_requests"] = (after["io_uring"]["requests"]
                                     - before.get("io_uring", {}).get("requests", 0))
+    for part in ("push", "hint"):
+        if part in after:
+            res[part] = {k: v - before.get(part, {}).get(k, 0) for k, v in after[part].items()}
     if "shards_used" in after:
         res["shards_used"] = after["shards_used"]
         res["shards"] = after.get("shards")

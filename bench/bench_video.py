@@ -3,7 +3,7 @@ the packfs mount vs the loose file, cold (fresh mount + dropped caches) and warm
 import os
 import subprocess
 
-from common import drop_caches, mount, sh, timed, unmount
+from common import mount, sh, timed, unmount
 
 
 def ensure_video(args, work):

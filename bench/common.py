@@ -175,6 +175,55 @@ def uring_enabled():
             f.write(was)
 
 
+def _own_cgroup(hierarchy):
+    """This process's path in a cgroup hierarchy ("memory" for v1, "" for v2), or None."""
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, ctrls, path = line.rstrip("\n").split(":", 2)
+            if (hierarchy and hierarchy in ctrls.split(",")) or (not hierarchy and not ctrls):
+                return path
+    return None
+
+
+@contextmanager
+def memory_limited(limit_bytes):
+    """Runs the block with this process, and everything it starts (mounts, readers), in a memory
+    cgroup of limit_bytes: page cache included, so a data set larger than it behaves as on a
+    machine with that little memory. A child of this process's own cgroup (cgroup v1's memory
+    hierarchy, or v2 with the memory controller). Yields None when it is on, else why not."""
+    v1 = "/sys/fs/cgroup/memory"
+    try:
+        if os.path.exists(os.path.join(v1, "memory.limit_in_bytes")) or \
+                os.path.exists(os.path.join(v1, "tasks")):
+            own = _own_cgroup("memory")
+            parent, limit_file = os.path.join(v1, own.lstrip("/")), "memory.limit_in_bytes"
+        else:
+            own = _own_cgroup("")
+            parent, limit_file = os.path.join("/sys/fs/cgroup", own.lstrip("/")), "memory.max"
+            with open(os.path.join(parent, "cgroup.subtree_control"), "w") as f:
+                f.write("+memory")
+        cg = os.path.join(parent, f"packfs-bench-{os.getpid()}")
+        os.makedirs(cg, exist_ok=True)
+        with open(os.path.join(cg, limit_file), "w") as f:
+            f.write(str(int(limit_bytes)))
+        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+    except (OSError, TypeError, AttributeError) as e:
+        yield f"no memory cgroup here ({e})"
+        return
+    try:
+        yield None
+    finally:
+        with open(os.path.join(parent, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+        for _ in range(50):  # the mounts it started may take a moment to leave
+            try:
+                os.rmdir(cg)
+                break
+            except OSError:
+                time.sleep(0.1)
+
+
 def packfs_stats(mnt):
     try:
         return json.loads(out(["getfattr", "-n", "user.packfs.stats", "--only-values", mnt]))

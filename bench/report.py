@@ -129,33 +129,53 @@ def packfs_requests(rows):
 
 def epoch_section(rows, L, base):
     """One epoch (bench_epoch.py): files/s per contender and pattern with ratios to loose files
-    and to raw pread of the same bytes, packfs requests per file, and a chart of the ratios."""
+    and to raw pread of the same bytes, packfs requests per file, and a chart of the ratios; then
+    the same for the epoch run in a memory cgroup smaller than the set."""
+    meta = next((r for r in rows if r.get("bench") == "epoch-meta"), {})
+    size = f"{meta.get('files')} files ({meta.get('bytes', 0) / 2**20:.0f} MiB"
+    how = ("each read once whole in a shuffled order (a different one per repeat) by "
+           "`bench/readfiles`, after a fresh mount and dropped caches. × raw = against `pread` of "
+           "exactly the same bytes from the shards in the same order (fds opened before the "
+           "clock): the storage's own limit in this pattern. Files/s, median (spread).")
+    epoch = [r for r in rows if r.get("bench") == "epoch"]
+    _epoch_tables([r for r in epoch if not r.get("memory")], L, base + "-epoch.png",
+                  "One epoch: every file once, random order, cold", f"{size}, fits in RAM), {how}",
+                  "One epoch, cold: files/s relative to loose files")
+    for limit in sorted({r["memory"] for r in epoch if r.get("memory")}):
+        _epoch_tables([r for r in epoch if r.get("memory") == limit], L, base + "-epoch-mem.png",
+                      f"One epoch with {limit >> 20} MiB of memory (a set that does not fit)",
+                      f"{size}), {how} Mounts and readers ran in a memory cgroup of "
+                      f"{limit >> 20} MiB, page cache included, so neighbours read ahead or "
+                      "pushed can be evicted before they are read. Pushed files reread = files "
+                      "pushed and then read again with a READ (evicted before their turn), per file.",
+                      f"One epoch in {limit >> 20} MiB, cold: files/s relative to loose files")
+    for r in rows:
+        if r.get("bench") == "epoch-memory-skipped":
+            L += [f"The epoch on a set larger than memory did not run: {r['why']}.", ""]
+
+
+def _epoch_tables(epoch, L, png_path, title, intro, chart_title):
     runs = collections.defaultdict(list)
     order = []
-    for r in rows:
-        if r.get("bench") != "epoch":
-            continue
+    for r in epoch:
         if r["contender"] not in order:
             order.append(r["contender"])
         runs[(r["pattern"], r["threads"], r["contender"])].append(r)
     if not runs:
         return
-    meta = next((r for r in rows if r.get("bench") == "epoch-meta"), {})
     threads = sorted({k[1] for k in runs})
     rate = lambda k: med([r["files_per_s"] for r in runs.get(k, [])])  # noqa: E731
-    L += ["## One epoch: every file once, random order, cold", "",
-          f"{meta.get('files')} files ({meta.get('bytes', 0) / 2**20:.0f} MiB, fits in RAM), each "
-          "read once whole in a shuffled order (a different one per repeat) by `bench/readfiles`, "
-          "after a fresh mount and dropped caches. × raw = against `pread` of exactly the same "
-          "bytes from the shards in the same order (fds opened before the clock): the storage's "
-          "own limit in this pattern. Files/s, median (spread).", ""]
+    pushes = any("push" in (r.get("packfs_stats") or {}) for r in epoch)
+    L += [f"## {title}", "", intro, ""]
     for pattern in ("path", "scan"):
         what = "by path, no listing first" if pattern == "path" else \
             "after a readdir scan of every directory (scan time not counted)"
         head = ["contender"] + [f"{t} thr files/s" for t in threads] + \
             [f"× loose ({t})" for t in threads] + [f"× raw pread ({t})" for t in threads] + \
-            ["requests per file (READ, LOOKUP)"]
-        L += [f"### Epoch, {what}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+            [f"requests per file (READ, LOOKUP; {threads[-1]} thr)"] + \
+            (["pushed files, reread (per file)"] if pushes else [])
+        L += [f"### {what[0].upper() + what[1:]}", "", "| " + " | ".join(head) + " |",
+              "|" + "---|" * len(head)]
         for c in order:
             if not any((pattern, t, c) in runs for t in threads):
                 continue
@@ -168,18 +188,24 @@ def epoch_section(rows, L, base):
                       for t in threads]
             cells += [fmt_ratio(rate((pattern, t, c)),
                                 rate(("path", t, "raw pread"))) for t in threads]
-            per = []
+            per, push = [], []
             for r in runs.get((pattern, threads[-1], c), []):
                 st = r.get("packfs_stats")
                 if st and r["files"]:
                     q = st["requests"]
                     per.append((q.get("read", 0) / r["files"], q.get("lookup", 0) / r["files"]))
+                    if "push" in st:
+                        push.append((st["push"].get("files", 0) / r["files"],
+                                     st["push"].get("reread", 0) / r["files"]))
             cells.append(f"{med([p[0] for p in per]):.2f}, {med([p[1] for p in per]):.2f}"
                          if per else "")
+            if pushes:
+                cells.append(f"{med([p[0] for p in push]):.2f}, {med([p[1] for p in push]):.2f}"
+                             if push else "")
             L.append("| " + " | ".join(cells) + " |")
         L.append("")
     cols = [(p_, t) for p_ in ("path", "scan") for t in threads]
-    png = chart(base + "-epoch.png", "One epoch, cold: files/s relative to loose files",
+    png = chart(png_path, chart_title,
                 "x loose files", [f"{p_} {t} readers" for p_, t in cols],
                 [(c, [(rate((p_, t, c)) or 0) / (rate((p_, t, "loose")) or 1) for p_, t in cols])
                  for c in order if c != "loose"], ref=1)
@@ -565,22 +591,31 @@ def shared_section(rows, L):
                "directories, one epoch, cold (mounts remade, page cache dropped). Images/s, "
                "median (spread); the dataset's construction (its directory scan) is timed "
                "apart." if lm.get("images") else ""), "",
-              "| contender | images/s | × local loose files | scan (s) | requests/image |",
-              "|---|---|---|---|---|"]
+              "| contender | images/s | × page-cached local files | × local loose files "
+              "| × loose files on the same storage | scan (s) | requests/image |",
+              "|---|---|---|---|---|---|---|"]
         by = collections.defaultdict(list)
         for r in loader:
             by[r["contender"]].append(r)
         base = med([r.get("images_per_s") for r in by.get("local loose files", [])
                     if "dead" not in r])
+        cached = med([r.get("images_per_s") for r in loader
+                      if r.get("role") == "cached" and "dead" not in r])
+        same = {}  # storage -> median rate of its loose contender
+        for c, rs in by.items():
+            ok = [r for r in rs if "dead" not in r]
+            if ok and ok[0].get("role") == "loose":
+                same[ok[0].get("storage")] = med([r["images_per_s"] for r in ok])
         for c, rs in by.items():
             if any("dead" in r for r in rs):
-                L.append(f"| {c} | {rs[0]['dead']} | | | |")
+                L.append(f"| {c} | {rs[0]['dead']} | | | | | |")
                 continue
             xs = [r["images_per_s"] for r in rs]
             rq = [(r.get("proxy") or {}).get("requests") for r in rs]
             rq = [q / r["images"] for q, r in zip(rq, rs) if q is not None and r["images"]]
             L.append(f"| {c} | {med(xs):.0f} ({min(xs):.0f}–{max(xs):.0f}) | "
-                     f"{fmt_ratio(med(xs), base)} | "
+                     f"{fmt_ratio(med(xs), cached)} | {fmt_ratio(med(xs), base)} | "
+                     f"{fmt_ratio(med(xs), same.get(rs[0].get('storage')))} | "
                      f"{med([r['scan_seconds'] for r in rs]):.2f} | "
                      + (f"{med(rq):.2f}" if rq else "—") + " |")
     L.append("")

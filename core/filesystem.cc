@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "core/key.h"
+#include "core/page_cache.h"
 #include "core/shard_format.h"
 
 namespace packfs {
@@ -364,6 +365,12 @@ Result<std::optional<std::span<const uint8_t>>> Filesystem::ReadThrough(
       return true;
     }));
   }
+  if (!chosen.empty() &&
+      !WindowPays(src, file.data_offset + offset,
+                  chosen.back().data_offset + chosen.back().size)) {
+    chosen.clear();
+    inos.clear();
+  }
   std::vector<std::span<const uint8_t>> data;
   Result<std::span<const uint8_t>> got =
       src.set->ReadThrough(src.node, offset, chosen, scratch, &data);
@@ -392,10 +399,63 @@ void Filesystem::Prefetch(const Node& file, uint64_t max_bytes, uint64_t span) c
   // request of their own; where few are (a sample of the set), the span is bytes read for nothing.
   // On network storage a request costs a round trip and bytes are cheap by comparison: the span
   // always pays there (over sshfs, a pass over a third of a set ran 1.3x faster with it).
-  if (src.set->on_network_fs()) span = std::max(span, kPrefetchSpan);
+  if (src.set->on_network_fs()) {
+    span = std::max(span, kPrefetchSpan);
+  } else if (span > 0) {
+    span = JudgeHint(file, (*lease)->fd(), src) ? span : 0;
+  }
   const uint64_t to = std::max(src.node.data_offset + src.node.size, from + span);
   (void)::posix_fadvise((*lease)->fd(), static_cast<off_t>(from), static_cast<off_t>(to - from),
                         POSIX_FADV_WILLNEED);
+}
+
+bool Filesystem::WindowPays(const SourceNode& src, uint64_t from, uint64_t to) const {
+  if (!window_payoff_.Take()) return false;
+  // The shard bytes of the window read kWindowsAgo windows ago: still cached, or evicted by
+  // reclaim since? Evicted means memory does not hold what a window brings for that long, and
+  // the files pushed with it (as old, and held twice) are going the same way, well before the
+  // READs that would show it (an epoch after a scan pushes most of a set within its first
+  // tenth of reads).
+  std::optional<PushedWindow> old;
+  {
+    std::lock_guard<std::mutex> lock(windows_mu_);
+    windows_.push_back(PushedWindow{src.set, src.node.shard, from, to});
+    if (windows_.size() > kWindowsAgo) {
+      old = windows_.front();
+      windows_.pop_front();
+    }
+  }
+  if (!old) return true;
+  Result<ShardLease> lease = old->set->OpenShard(old->shard);
+  if (!lease.ok() || (*lease)->fd() < 0) return true;
+  std::optional<PageCacheState> st = CacheStateOf((*lease)->fd(), old->from, old->to - old->from);
+  if (!st) return true;
+  if (st->evicted > 0) stats_.CountPush(Stats::PushEvent::kEvictedWindow);
+  if (window_payoff_.Count(1, st->evicted > 0 ? 1 : 0)) {
+    stats_.CountPush(Stats::PushEvent::kPaused);
+  }
+  return true;
+}
+
+bool Filesystem::JudgeHint(const Node& file, int fd, const SourceNode& src) const {
+  // Paused: memory is too short for the neighbours to wait for their turn (core/payoff.h).
+  if (!hint_payoff_.Take()) return false;
+  stats_.CountHint(Stats::HintEvent::kWide);
+  // Before this lookup's own hint: did an earlier one (or the kernel's read-ahead) bring this
+  // file's pages, and are they still here? Only the pages wholly inside the file count: a page it
+  // shares with a neighbour read before says nothing of the hint.
+  std::optional<PageCacheState> st = CacheStateOf(fd, src.node.data_offset, file.size);
+  if (!st) return true;
+  bool paused = false;
+  if (st->evicted > 0) {
+    stats_.CountHint(Stats::HintEvent::kEvicted);
+    paused = hint_payoff_.Count(1, 1);
+  } else if (st->cached > 0) {
+    stats_.CountHint(Stats::HintEvent::kResident);
+    paused = hint_payoff_.Count(1, 0);
+  }
+  if (paused) stats_.CountHint(Stats::HintEvent::kPaused);
+  return true;
 }
 
 Result<std::optional<std::string>> Filesystem::GetXattr(uint64_t ino,

@@ -13,8 +13,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -24,6 +26,7 @@
 #include "core/catalog.h"
 #include "core/crc_tracker.h"
 #include "core/pack_set.h"
+#include "core/payoff.h"
 #include "core/recent_errors.h"
 #include "core/stats.h"
 #include "core/status.h"
@@ -113,6 +116,8 @@ class Filesystem {
   // header included, and what follows up to `prefetch_span` from it; at least kPrefetchSpan when
   // the shards are on a network file system) start coming into the page
   // cache in the background, so that the read that usually follows a lookup finds them there.
+  // The span is left out while memory is too short to keep what it brings until its read (the
+  // files it brought were found evicted at their own lookup: core/payoff.h).
   // Best effort: errors surface at the read.
   Result<std::optional<Attr>> Lookup(uint64_t parent, std::string_view name,
                                      uint64_t prefetch_max = 0, uint64_t prefetch_span = 0) const;
@@ -206,6 +211,12 @@ class Filesystem {
   Result<Node> GetNode(uint64_t ino) const;
   Result<Node> GetFile(uint64_t ino) const;
   void Prefetch(const Node& file, uint64_t max_bytes, uint64_t span) const;  // see Lookup
+  // Whether a lookup's hint may take the span past the file, and what became of earlier ones
+  // (hint_payoff_).
+  bool JudgeHint(const Node& file, int fd, const SourceNode& src) const;
+  // Whether ReadThrough may read followers in [from, to) of src's shard now, and what became of
+  // the window read kWindowsAgo before (window_payoff_).
+  bool WindowPays(const SourceNode& src, uint64_t from, uint64_t to) const;
   // True when reads of `file` are CRC-checked (a zip member, checks on).
   bool ChecksCrc(const Node& file) const;
   // ReadCopy of a resolved node, its bytes checked against the member's CRC-32 (see above).
@@ -237,6 +248,19 @@ class Filesystem {
   std::vector<std::string> warnings_;
   mutable Stats stats_;
   mutable RecentErrors errors_;
+  // Whether the lookup's span pays: paused while the files it brings are evicted first.
+  mutable Payoff hint_payoff_;
+  // Whether reading followers to push pays: paused while the shard bytes of the windows read
+  // for them are evicted within kWindowsAgo windows (see WindowPays).
+  static constexpr size_t kWindowsAgo = 128;
+  struct PushedWindow {
+    const PackSet* set;
+    uint32_t shard;
+    uint64_t from, to;
+  };
+  mutable Payoff window_payoff_;
+  mutable std::mutex windows_mu_;
+  mutable std::deque<PushedWindow> windows_;
 };
 
 }  // namespace packfs

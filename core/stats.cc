@@ -52,7 +52,14 @@ std::string Stats::ToJson(const std::string& extra) const {
          ", \"unknown_inode\": " + push(PushEvent::kUnknownInode) +
          ", \"failed\": " + push(PushEvent::kFailed) +
          ", \"reread\": " + push(PushEvent::kReread) +
-         ", \"dropped\": " + push(PushEvent::kDropped) + "},\n";
+         ", \"dropped\": " + push(PushEvent::kDropped) +
+         ", \"paused\": " + push(PushEvent::kPaused) +
+         ", \"evicted_windows\": " + push(PushEvent::kEvictedWindow) + "},\n";
+  auto hint = [&](HintEvent e) { return std::to_string(hint_count(e)); };
+  out += "  \"hint\": {\"wide\": " + hint(HintEvent::kWide) +
+         ", \"resident\": " + hint(HintEvent::kResident) +
+         ", \"evicted\": " + hint(HintEvent::kEvicted) +
+         ", \"paused\": " + hint(HintEvent::kPaused) + "},\n";
   out += "  \"read_latency_us\": {";
   for (size_t i = 0; i < latency_.size(); ++i) {
     out += i ? ", " : "";

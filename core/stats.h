@@ -50,10 +50,13 @@ class Stats {
   // Files pushed into the kernel's page cache beside a read (fuse/push.h): a read that pushed
   // any, each file pushed and its bytes, pushes the kernel refused because it had no inode for
   // the file (by path, before its LOOKUP), other refusals, and READs that arrived for a file
-  // pushed before (its pushed pages were evicted before it was read: a wasted push), and reads
-  // whose followers were not pushed because the push queue was full.
+  // pushed before (its pushed pages were evicted before it was read: a wasted push), reads
+  // whose followers were not pushed because the push queue was full, pauses of pushing because
+  // pushed files, or the shard bytes of the windows read to push them, were being evicted
+  // before their read (memory too short for it), and such windows found evicted.
   enum class PushEvent : uint8_t {
-    kWindow = 0, kFile, kUnknownInode, kFailed, kReread, kDropped, kCount
+    kWindow = 0, kFile, kUnknownInode, kFailed, kReread, kDropped, kPaused, kEvictedWindow,
+    kCount
   };
   void CountPush(PushEvent e, uint64_t bytes = 0) {
     push_[static_cast<size_t>(e)].fetch_add(1, std::memory_order_relaxed);
@@ -62,6 +65,14 @@ class Stats {
   uint64_t push_count(PushEvent e) const {
     return push_[static_cast<size_t>(e)].load(std::memory_order_relaxed);
   }
+  // The lookup's prefetch hint past the file (Filesystem::Prefetch): hints that took the span,
+  // files found already cached at their lookup (an earlier hint or read-ahead brought them: it
+  // paid) or evicted before it (it did not), and pauses of the span for that reason.
+  enum class HintEvent : uint8_t { kWide = 0, kResident, kEvicted, kPaused, kCount };
+  void CountHint(HintEvent e) { hint_[static_cast<size_t>(e)].fetch_add(1, std::memory_order_relaxed); }
+  uint64_t hint_count(HintEvent e) const {
+    return hint_[static_cast<size_t>(e)].load(std::memory_order_relaxed);
+  }
   uint64_t requests(RequestKind kind) const {
     return requests_[static_cast<size_t>(kind)].load(std::memory_order_relaxed);
   }
@@ -69,7 +80,7 @@ class Stats {
   uint64_t bytes_served() const { return bytes_served_.load(std::memory_order_relaxed); }
 
   // One JSON object: {"requests": {...}, "bytes_served": N, "errors": N, "reads_in_flight": N,
-  // "shards_used": N, "push": {...}, "read_latency_us": {"<lower bound>": count, ...}}. `extra` is spliced in
+  // "shards_used": N, "push": {...}, "hint": {...}, "read_latency_us": {"<lower bound>": count, ...}}. `extra` is spliced in
   // verbatim as additional members (e.g. "\"sources\": 2"), or empty.
   std::string ToJson(const std::string& extra = "") const;
 
@@ -82,6 +93,7 @@ class Stats {
   std::atomic<uint64_t> shards_used_{0};
   std::array<std::atomic<uint64_t>, static_cast<size_t>(PushEvent::kCount)> push_{};
   std::atomic<uint64_t> pushed_bytes_{0};
+  std::array<std::atomic<uint64_t>, static_cast<size_t>(HintEvent::kCount)> hint_{};
 };
 
 }  // namespace packfs

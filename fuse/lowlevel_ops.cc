@@ -119,6 +119,7 @@ void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     // the file in its shard too, which an epoch reads next; before, exactly the file, as a pass
     // over a sample of the set reads few neighbours (always taking them made such passes 15%
     // slower, never taking them made epochs by path 25-35% slower; 2026-12-02).
+    // (Filesystem::Prefetch narrows it again while memory is too short to keep the neighbours.)
     const uint64_t span =
         s.pusher && s.pusher->DirReady(parent) ? Filesystem::kPrefetchSpan : 0;
     Result<std::optional<Attr>> r = s.fs->Lookup(parent, name, s.config.prefetch_max, span);
@@ -198,7 +199,9 @@ bool ReadAndPush(fuse_req_t req, SessionState& s, fuse_ino_t ino, size_t size, o
   Result<std::optional<std::span<const uint8_t>>> got = s.fs->ReadThrough(
       ino, static_cast<uint64_t>(off), size, pusher.window(),
       s.config.zero_copy ? s.config.zero_copy_min : SIZE_MAX,
-      [&pusher](uint64_t dir) { return !pusher.Busy() && pusher.DirReady(dir); },
+      [&pusher](uint64_t dir) {
+        return !pusher.Busy() && pusher.DirReady(dir) && pusher.Pays();
+      },
       [&pusher](uint64_t i) { return pusher.Wanted(i); }, &job.buf, &job.followers, &job.dir);
   if (!got.ok()) {
     ReplyStatus(req, "read", ino, got.status());

@@ -74,11 +74,12 @@ void Pusher::Stop() {
 void Pusher::Forgotten(uint64_t ino) {
   known_.Clear(ino);
   cached_.Clear(ino);
-  pushed_.Clear(ino);
+  // Its pages went with the inode before it was read.
+  if (pushed_.TestAndClear(ino)) Wasted();
 }
 
 void Pusher::Served(uint64_t ino, uint64_t dir) {
-  if (pushed_.TestAndClear(ino)) stats_.CountPush(Stats::PushEvent::kReread);
+  if (pushed_.TestAndClear(ino)) Wasted();
   if (cached_.Test(ino)) return;
   cached_.Set(ino);
   Count(dir, 1);
@@ -87,6 +88,11 @@ void Pusher::Served(uint64_t ino, uint64_t dir) {
 bool Pusher::DirReady(uint64_t dir) {
   const DirCount c = Count(dir, 0);
   return c.served * 100 >= c.children * kPushAfterPercent;
+}
+
+void Pusher::Wasted() {
+  stats_.CountPush(Stats::PushEvent::kReread);
+  if (payoff_.Wasted()) stats_.CountPush(Stats::PushEvent::kPaused);
 }
 
 Pusher::DirCount Pusher::Count(uint64_t dir, uint64_t add) {
@@ -166,6 +172,7 @@ void Pusher::PushOne(const Job& job) {
     if (rc == 0) {
       pushed_.Set(f.ino);
       stats_.CountPush(Stats::PushEvent::kFile, f.data.size());
+      if (payoff_.Ahead()) stats_.CountPush(Stats::PushEvent::kPaused);
     } else if (rc == -ENOENT) {
       // The kernel no longer holds the inode (evicted since it was listed).
       known_.Clear(f.ino);

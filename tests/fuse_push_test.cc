@@ -3,7 +3,8 @@
 // that follow it in the shard, and reading those sends no READ; a pass that reads a sample of a
 // directory pushes nothing; by path (no listing) nothing is pushed; -o nopush turns it off; a
 // neighbour whose bytes fail their CRC-32 is never pushed; a lookup's prefetch takes the shard past
-// the file only once the directory is warm. Request counts come from
+// the file only once the directory is warm; pushing pauses while pushed files are evicted before
+// their read. Request counts come from
 // user.packfs.stats.
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -23,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/pack_set.h"
+#include "core/payoff.h"
 #include "tests/support/mount_util.h"
 #include "tests/support/test_util.h"
 
@@ -168,6 +170,7 @@ TEST_F(FusePushTest, AfterAListingTheFollowersOfAReadComeWithoutRequests) {
   EXPECT_EQ(Reads(mnt), reads + 1);
   EXPECT_GT(SettledPush(mnt)["files"].get<int>(), in_window_);
   EXPECT_EQ(SettledPush(mnt)["reread"].get<int>(), 0);
+  EXPECT_EQ(SettledPush(mnt)["paused"].get<int>(), 0);
 }
 
 TEST_F(FusePushTest, ASampleOfADirectoryPushesNothing) {
@@ -260,6 +263,71 @@ TEST_F(FusePushTest, AShardOnAFuseMountCountsAsNetworkStorage) {
   EXPECT_TRUE(OnNetworkFilesystem(mount.path() + "/d"));
   EXPECT_FALSE(OnNetworkFilesystem(tmp_ / "media"));
   EXPECT_FALSE(OnNetworkFilesystem(tmp_ / "no such dir"));
+}
+
+// Drops the page cache of a file of the mount (its pushed pages too), as memory pressure would.
+void Evict(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0) << path;
+  EXPECT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0) << path;
+  ::close(fd);
+}
+
+TEST_F(FusePushTest, PushingPausesWhilePushedFilesAreEvictedBeforeTheirRead) {
+  // 400 files of 3,000 bytes in t/: a 256 KiB push brings about 85 of them.
+  constexpr int kMany = 400, kSize = 3000, kWarm = kMany * 15 / 100;
+  auto name = [](int i) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "t/%04d.bin", i);
+    return std::string(buf);
+  };
+  std::vector<std::string> bytes;
+  for (int i = 0; i < kMany; ++i) {
+    bytes.push_back(testing::RandomBytes(kSize, 5000 + i));
+    testing::WriteFile(tmp_ / ("many/" + name(i)), bytes.back());
+  }
+  auto pack = testing::Run({testing::MkpackPath(), "pack", "--no-fsync", tmp_ / "many",
+                            tmp_ / "many-media"});
+  ASSERT_EQ(pack.exit_code, 0) << pack.err;
+  Mount mount({tmp_ / "many-media"}, tmp_ / "mnt", kPush);
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  const std::string mnt = mount.path();
+  List(mnt + "/t");
+  for (int i = kMany - kWarm; i < kMany; ++i) {
+    ASSERT_EQ(testing::ReadFile(mnt + "/" + name(i)), bytes[i]) << name(i);
+  }
+  // Each round reads a file, which pushes its followers; their pages are then evicted before
+  // the reader gets to them, so each of them comes back as a READ: every push is wasted.
+  int at = 0;
+  int rounds = 0;
+  nlohmann::json push;
+  int pushed_when_paused = -1;
+  while (at < kMany - kWarm) {
+    const int before = SettledPush(mnt)["files"].get<int>();
+    ASSERT_EQ(testing::ReadFile(mnt + "/" + name(at)), bytes[at]) << name(at);
+    push = SettledPush(mnt);
+    const int pushed = push["files"].get<int>() - before;
+    for (int i = at + 1; i < kMany - kWarm; ++i) Evict(mnt + "/" + name(i));
+    const uint64_t reads = Reads(mnt);
+    const int upto = std::min(at + 1 + std::max(pushed, 20), kMany - kWarm);
+    for (int i = at + 1; i < upto; ++i) {
+      ASSERT_EQ(testing::ReadFile(mnt + "/" + name(i)), bytes[i]) << name(i);
+    }
+    EXPECT_EQ(Reads(mnt), reads + static_cast<uint64_t>(upto - at - 1))
+        << "evicted files were not read through requests";
+    push = SettledPush(mnt);
+    if (pushed_when_paused < 0 && push["paused"].get<int>() > 0) {
+      pushed_when_paused = push["files"].get<int>();
+    }
+    at = upto;
+    ++rounds;
+  }
+  // Wasted pushes were seen as such, pushing paused once (a pause is 1,024 reads, far more
+  // than this test makes), and no file was pushed after it.
+  EXPECT_GE(push["reread"].get<int>(), static_cast<int>(Payoff::kJudgeAfter) / 4) << push;
+  EXPECT_EQ(push["paused"].get<int>(), 1) << push;
+  EXPECT_GT(rounds, 2);
+  EXPECT_EQ(push["files"].get<int>(), pushed_when_paused) << push;
 }
 
 TEST_F(FusePushTest, OptionNopushTurnsItOff) {
