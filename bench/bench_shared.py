@@ -370,27 +370,37 @@ def loader_contenders(args, work, www, sshd, proxy, delay):
     return cs
 
 
+def rclone_contender(name, d, srv, path, mnt):
+    """`rclone mount` of an http remote of srv's `path` (defaults, --read-only)."""
+    c = Contender(name, "loose", "dir", mnt)
+    rclone = shutil.which("rclone")
+    if not rclone:
+        c.dead = "not available: rclone not installed (scripts/install-deps.sh --bench)"
+        return c
+    conf = os.path.join(d, "rclone.conf")
+    open(conf, "a").close()  # an empty config of its own: never the user's
+    c.mounts = [([rclone, "mount", ":http:", mnt, "--http-url", srv.url + path, "--read-only",
+                  "--config", conf, "--cache-dir", os.path.join(d, "rclone-cache")], mnt,
+                 os.path.join(d, "rclone.log"))]
+    return c
+
+
+def packfs_http_contender(name, args, d, srv, path, mnt):
+    """packfs of the pack set at srv's `path`."""
+    return Contender(name, "packfs", "dir", mnt, [(
+        [os.path.join(args.build, "packfs"), "--cache-dir", os.path.join(d, "packfs-cache"),
+         srv.url + path, mnt], mnt)], ours=True)
+
+
 def http_loader_contenders(args, work, d, srv):
     """The DataLoader epoch over HTTP: `rclone mount` of the loose JPEGs, packfs of their pack
     set's URL (bench_shared_loader.py)."""
     mnt = lambda n: os.path.join(work, "mnt", f"shared-{n}")  # noqa: E731
     storage = f"http {args.shared_http_delay_ms:g} ms"
-    cs = []
-    rclone = shutil.which("rclone")
-    c = Contender(f"rclone mount (loose files) {storage}", "loose", "dir", mnt("rclone"))
-    if rclone:
-        conf = os.path.join(d, "rclone.conf")
-        open(conf, "a").close()
-        c.mounts = [([rclone, "mount", ":http:", mnt("rclone"), "--http-url",
-                      srv.url + "/jpeg/", "--read-only", "--config", conf,
-                      "--cache-dir", os.path.join(d, "rclone-cache")], mnt("rclone"),
-                     os.path.join(d, "rclone.log"))]
-    else:
-        c.dead = "not available: rclone not installed (scripts/install-deps.sh --bench)"
-    cs.append(c)
-    cs.append(Contender(f"packfs (http) {storage}", "packfs", "dir", mnt("packfs-http"), [(
-        [os.path.join(args.build, "packfs"), "--cache-dir", os.path.join(d, "packfs-cache"),
-         srv.url + "/jpeg-pack", mnt("packfs-http")], mnt("packfs-http"))], ours=True))
+    cs = [rclone_contender(f"rclone mount (loose files) {storage}", d, srv, "/jpeg/",
+                           mnt("rclone")),
+          packfs_http_contender(f"packfs (http) {storage}", args, d, srv, "/jpeg-pack",
+                                mnt("packfs-http"))]
     for c in cs:
         c.storage = storage
     return cs
@@ -400,21 +410,8 @@ def http_contenders(args, work, d, srv):
     mnt = lambda n: os.path.join(work, "mnt", f"shared-{n}")  # noqa: E731
     cs = []
     if not args.quick:
-        rclone = shutil.which("rclone")
-        c = Contender("rclone mount (loose files)", "loose", "dir", mnt("rclone"))
-        if rclone:
-            conf = os.path.join(d, "rclone.conf")
-            open(conf, "a").close()  # an empty config of its own: never the user's
-            c.mounts = [([rclone, "mount", ":http:", mnt("rclone"), "--http-url",
-                          srv.url + "/loose/", "--read-only", "--config", conf,
-                          "--cache-dir", os.path.join(d, "rclone-cache")], mnt("rclone"),
-                         os.path.join(d, "rclone.log"))]
-        else:
-            c.dead = "not available: rclone not installed (scripts/install-deps.sh --bench)"
-        cs.append(c)
-    cs.append(Contender("packfs (http)", "packfs", "dir", mnt("packfs-http"), [(
-        [os.path.join(args.build, "packfs"), "--cache-dir", os.path.join(d, "packfs-cache"),
-         srv.url + "/media", mnt("packfs-http")], mnt("packfs-http"))], ours=True))
+        cs.append(rclone_contender("rclone mount (loose files)", d, srv, "/loose/", mnt("rclone")))
+    cs.append(packfs_http_contender("packfs (http)", args, d, srv, "/media", mnt("packfs-http")))
     cs.append(Contender("raw ranged GETs (loose files)", "raw", "gets", ours=True))
     return cs
 
