@@ -22,11 +22,6 @@ bool Payoff::Take() {
   return false;
 }
 
-bool Payoff::Paused() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return pause_left_ > 0;
-}
-
 bool Payoff::JudgeLocked() {
   // Right after a pause the verdict comes sooner: the waste that caused it is likely to go on,
   // and each item brought ahead until the verdict is likely wasted.

@@ -34,13 +34,11 @@ class Payoff {
   bool Wasted(uint64_t n = 1) { return Count(0, n); }
   // A chance to bring ahead: true unless paused (a paused call counts one chance of the pause).
   bool Take();
-  // Whether paused, without counting a chance.
-  bool Paused() const;
 
  private:
   bool JudgeLocked();
 
-  mutable std::mutex mu_;
+  std::mutex mu_;
   uint64_t ahead_ = 0;   // brought ahead since the last verdict
   uint64_t wasted_ = 0;  // ... and found wasted since then
   uint64_t pause_left_ = 0;

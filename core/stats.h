@@ -69,7 +69,9 @@ class Stats {
   // files found already cached at their lookup (an earlier hint or read-ahead brought them: it
   // paid) or evicted before it (it did not), and pauses of the span for that reason.
   enum class HintEvent : uint8_t { kWide = 0, kResident, kEvicted, kPaused, kCount };
-  void CountHint(HintEvent e) { hint_[static_cast<size_t>(e)].fetch_add(1, std::memory_order_relaxed); }
+  void CountHint(HintEvent e) {
+    hint_[static_cast<size_t>(e)].fetch_add(1, std::memory_order_relaxed);
+  }
   uint64_t hint_count(HintEvent e) const {
     return hint_[static_cast<size_t>(e)].load(std::memory_order_relaxed);
   }

@@ -19,18 +19,17 @@ uint64_t PauseLength(Payoff& p) {
 TEST(PayoffTest, NoVerdictBeforeEnoughItems) {
   Payoff p;
   EXPECT_FALSE(p.Count(Payoff::kJudgeAfter - 1, Payoff::kJudgeAfter - 1));
-  EXPECT_FALSE(p.Paused());
   EXPECT_TRUE(p.Take());
   EXPECT_TRUE(p.Ahead());  // the 64th item: judged, and nearly all wasted
-  EXPECT_TRUE(p.Paused());
+  EXPECT_FALSE(p.Take());
 }
 
 TEST(PayoffTest, AQuarterWastedStillPays) {
   Payoff p;
   EXPECT_FALSE(p.Count(Payoff::kJudgeAfter, Payoff::kJudgeAfter / 4));
-  EXPECT_FALSE(p.Paused());
+  EXPECT_TRUE(p.Take());
   EXPECT_TRUE(p.Wasted());  // one more than a quarter
-  EXPECT_TRUE(p.Paused());
+  EXPECT_FALSE(p.Take());
 }
 
 TEST(PayoffTest, PausesGrowWhileTheWasteGoesOnAndResetWhenItPays) {
