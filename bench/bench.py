@@ -7,9 +7,10 @@ mount vs raw), mount (mount start and RSS vs member count), pack (writing and ch
 (ffprobe / ffmpeg through the mount), lerobot (per-episode MP4s of a
 LeRobot v3 dataset: read speed vs the episodes' own files, open latency, mount start), remote
 (an http:// pack set behind a loopback proxy adding 20 ms a request: packfs vs raw ranged GETs
-and curl, its disk cache vs a local mount, its memory), shared (shared storage: loose files on
-sshfs vs packfs over sshfs vs raw pread, rclone mount of an http server vs packfs of its URL vs
-raw GETs, at 1-5 ms a request, with the requests each sends per file).
+and curl, its disk cache vs a local mount, its memory), scale (mounting a remote set of 10 and
+of 100,000 shards behind 20 ms: time to the first stat, requests), shared (shared storage:
+loose files on sshfs vs packfs over sshfs vs raw pread, rclone mount of an http server vs packfs
+of its URL vs raw GETs, at 1-5 ms a request, with the requests each sends per file).
 Writes bench/results/<date>.json, <date>.md and PNG charts.
 This machine is shared and noisy: compare contenders within one run, never across runs.
 
@@ -34,6 +35,7 @@ from bench_lerobot import bench_lerobot
 from bench_mount import bench_mount
 from bench_pack import bench_pack
 from bench_remote import bench_remote
+from bench_scale import bench_scale
 from bench_shared import bench_shared
 from bench_small import bench_small
 from bench_video import bench_video
@@ -41,8 +43,9 @@ import report
 
 BENCHES = {"pack": bench_pack, "small": bench_small, "epoch": bench_epoch, "large": bench_large,
            "mount": bench_mount, "video": bench_video, "lerobot": bench_lerobot,
-           "remote": bench_remote, "shared": bench_shared}
-ORDER = ["epoch", "small", "large", "mount", "pack", "video", "lerobot", "remote", "shared"]
+           "remote": bench_remote, "scale": bench_scale, "shared": bench_shared}
+ORDER = ["epoch", "small", "large", "mount", "pack", "video", "lerobot", "remote", "scale",
+         "shared"]
 
 
 def parse_args():
@@ -102,6 +105,10 @@ def parse_args():
                     help="remote: packfs --cache-size (when packfs has it)")
     ap.add_argument("--remote-disk-cache-size", default="2G",
                     help="remote: packfs --disk-cache-size (when packfs has it)")
+    ap.add_argument("--scale-shards", type=int, default=100000,
+                    help="scale: shards of the large remote set (the small one has 10)")
+    ap.add_argument("--scale-delay-ms", type=float, default=20,
+                    help="scale: delay the proxy adds to each request to nginx")
     ap.add_argument("--shared-files", type=int, default=3000,
                     help="shared: small files (1000 a directory) on sshfs and http")
     ap.add_argument("--shared-sample", type=int, default=1000,
@@ -141,6 +148,7 @@ def parse_args():
         args.remote_files = min(args.remote_files, 150)
         args.remote_large_mib = min(args.remote_large_mib, 16)
         args.remote_budget = min(args.remote_budget, 3)
+        args.scale_shards = min(args.scale_shards, 300)
         args.shared_files = min(args.shared_files, 300)
         args.shared_sample = min(args.shared_sample, 150)
         args.shared_delays_ms = args.shared_delays_ms[:1]

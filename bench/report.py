@@ -454,6 +454,29 @@ def remote_section(rows, L):
     L.append("")
 
 
+def scale_section(rows, L):
+    sc = [r for r in rows if r.get("bench") == "scale"]
+    if not sc:
+        return
+    by = collections.defaultdict(list)
+    for r in sc:
+        by[(r["shards"], r["catalog"])].append(r)
+    L += ["## Mounting a remote set as it grows (issue 23)", "",
+          f"nginx behind `tests/support/delay_proxy.py` holding every request "
+          f"{sc[0]['delay_ms']:g} ms; pack sets of one 16-byte member per shard. First stat = from "
+          "starting packfs on the set's URL until `stat` of a member answers; requests and bytes "
+          "counted at the proxy until then; RSS = the daemon's VmHWM then.", "",
+          "| shards | catalog | catalog size | first stat (s) | spread | requests | bytes fetched "
+          "| RSS (MiB) |", "|---|---|---|---|---|---|---|---|"]
+    for (n, state), rs in sorted(by.items(), key=lambda kv: (kv[0][0], kv[0][1] != "not cached")):
+        fs = [r["first_stat_s"] for r in rs]
+        L.append(f"| {n:,} | {state} | {rs[0]['catalog_bytes'] / 1e6:.2f} MB | {med(fs):.3f} | "
+                 f"{min(fs):.3f}–{max(fs):.3f} | {max(r['requests'] for r in rs)} | "
+                 f"{med([r['response_bytes'] for r in rs]) / 1e6:.2f} MB | "
+                 f"{med([r['rss_mib'] or 0 for r in rs]):.1f} |")
+    L.append("")
+
+
 def shared_section(rows, L):
     """Shared storage (bench_shared.py): per storage and pattern, files/s of the loose files, packfs
     and raw reads with the ratios, the requests each sent per file at the proxy, and the detail
@@ -781,6 +804,7 @@ def write(json_path):
                      f"daemon RSS {max(r['rss'] for r in mt) / 2**20:.1f} MiB (target ≤ 1 s)")
         L.append("")
     remote_section(rows, L)
+    scale_section(rows, L)
     shared_section(rows, L)
     md = base + ".md"
     with open(md, "w") as f:

@@ -2,7 +2,8 @@
 // on the node) reads them locally instead of over the network.
 //
 // Layout: one sparse data file per object version, named by a 128-bit hash of the object key
-// (URL and ETag: a replaced object has another key, so its old bytes are never served), holding
+// (URL and version, the ETag or a catalog's size and fingerprint of the shard: a replaced object
+// has another key, so its old bytes are never served), holding
 // every cached extent at its own object offset; and beside it an extent log `<name>.ext` (a
 // header with the key's hash, then 32-byte records: start, length, XXH3-64 of the data, a record
 // checksum), appended with O_APPEND after the data is written. A cached read is then one pread

@@ -145,6 +145,8 @@ struct HttpClient::Request {
   bool overflow = false;
   bool not_modified = false;  // a conditional kWhole answered 304
   bool final_bytes = false;   // kRange: this attempt's answer checked, its bytes are final
+  uint64_t total = 0;         // kRange: the size in Content-Range, when total_known
+  bool total_known = false;
 
   void ResetAttempt() {
     status = 0;
@@ -162,6 +164,8 @@ struct HttpClient::Request {
     overflow = false;
     not_modified = false;
     final_bytes = false;
+    total = 0;
+    total_known = false;
   }
 
   // Whether a 206 answer is for this attempt's range and object version, from its headers (all
@@ -373,7 +377,12 @@ Status HttpClient::Perform(Request& req) const {
     // daemon CPU with it.
     curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 128L << 10);
     struct curl_slist* headers = nullptr;
-    std::string token_header, inm_header, ims_header, payload_header;
+    std::string token_header, inm_header, ims_header, payload_header, if_match_header;
+    if (req.kind == Request::Kind::kRange && !req.expected_etag.empty()) {
+      // The server refuses another version (412) instead of sending its bytes.
+      if_match_header = "If-Match: " + std::string(req.expected_etag);
+      headers = curl_slist_append(headers, if_match_header.c_str());
+    }
     if (req.kind == Request::Kind::kPut) {
       // The body is sent from memory on every attempt. (No "Expect:" override: libcurl would
       // sign the emptied header but not send it.)
@@ -437,6 +446,10 @@ Status HttpClient::Perform(Request& req) const {
     } else if (req.status == 304 && req.kind == Request::Kind::kWhole &&
                (!req.if_none_match.empty() || !req.if_modified_since.empty())) {
       req.not_modified = true;
+    } else if (req.status == 412 && req.kind == Request::Kind::kRange &&
+               !req.expected_etag.empty()) {
+      return Status::Stale(what + ": the object changed since it was first read (HTTP 412: it no "
+                           "longer has ETag " + std::string(req.expected_etag) + ")");
     } else if (req.status < 200 || req.status >= 300) {
       if (req.kind == Request::Kind::kRange && req.status == 416) return Status::OK();  // past EOF
       result.status = HttpError(what, req.status, req.reason, req.error_body);
@@ -453,6 +466,7 @@ Status HttpClient::Perform(Request& req) const {
       if (!parsed || start != req.offset + req.base || end - start >= req.buf.size() - req.base) {
         return Status::Corruption(what + ": bad Content-Range '" + req.content_range + "'");
       }
+      req.total_known = ParseU64(cr.substr(slash + 1), &req.total) && req.total > end;
       uint64_t expected = end - start + 1;
       if (req.received != expected) {
         result.status = Status::IOError(what + ": short body (" + std::to_string(req.received) +
@@ -509,7 +523,8 @@ Result<HttpObjectInfo> HttpClient::Head(const std::string& url) const {
 
 Result<size_t> HttpClient::GetRange(const std::string& url, uint64_t offset, std::span<uint8_t> buf,
                                     std::string_view expected_etag,
-                                    const std::function<void(size_t)>& progress) const {
+                                    const std::function<void(size_t)>& progress,
+                                    HttpRangeAnswer* answer) const {
   if (buf.empty()) return size_t{0};
   if (offset > UINT64_MAX - buf.size()) {
     return Status::InvalidArgument("GET " + url + ": range past 2^64");
@@ -522,6 +537,11 @@ Result<size_t> HttpClient::GetRange(const std::string& url, uint64_t offset, std
   req.expected_etag = expected_etag;
   if (progress) req.progress = &progress;
   PACKFS_RETURN_IF_ERROR(Perform(req));
+  if (answer != nullptr) {
+    answer->etag = req.etag;
+    answer->total = req.total;
+    answer->total_known = req.total_known;
+  }
   return req.base + req.received;
 }
 

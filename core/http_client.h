@@ -46,6 +46,13 @@ struct HttpObjectInfo {
   bool accepts_ranges = false;  // "Accept-Ranges: bytes" was present
 };
 
+// What the answer to a ranged GET said about the object (see GetRange).
+struct HttpRangeAnswer {
+  std::string etag;          // as sent; empty when the server sends none
+  uint64_t total = 0;        // the object's size from Content-Range "bytes a-b/TOTAL" ...
+  bool total_known = false;  // ... when it was a number (not "*")
+};
+
 // What a conditional GET brought back.
 struct HttpConditionalGet {
   bool not_modified = false;  // 304: the caller's copy is current; body is empty
@@ -81,8 +88,10 @@ class HttpClient {
   // GET bytes [offset, offset + buf.size()) of `url` into buf with one Range request; returns how
   // many bytes arrived (fewer only at the end of the object; 0 when offset is at or past it).
   // A 200 answer (the server ignored Range) is refused with NotSupported: a whole-object download
-  // per read would be ruinous. When expected_etag is non-empty and the answer carries another
-  // ETag, fails with Stale (the object changed).
+  // per read would be ruinous. When expected_etag is non-empty it is sent as If-Match, and a 412
+  // answer, or an answer carrying another ETag (a server that ignores If-Match), fails with
+  // Stale (the object changed). `answer`, when given, hears the ETag and the object's size the
+  // answer carried (on success; nothing when the range starts at or past the end).
   //
   // `progress`, when given, is called on the calling thread as the body arrives with how many
   // leading bytes of buf are final: the answer was a 206 for this range with the expected ETag.
@@ -90,7 +99,8 @@ class HttpClient {
   // rest only), so a caller may hand them out while the transfer goes on.
   Result<size_t> GetRange(const std::string& url, uint64_t offset, std::span<uint8_t> buf,
                           std::string_view expected_etag = {},
-                          const std::function<void(size_t)>& progress = nullptr) const;
+                          const std::function<void(size_t)>& progress = nullptr,
+                          HttpRangeAnswer* answer = nullptr) const;
 
   // GET the whole of `url` (listings, catalogs); fails with InvalidArgument when the body exceeds
   // max_bytes.

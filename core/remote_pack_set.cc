@@ -1,5 +1,5 @@
-// Remote pack sets: catalog fetch and cache, shard validation by HEAD, S3 listing and indexing
-// over ranged reads, and the PackSet built from them (see remote_pack_set.h).
+// Remote pack sets: catalog fetch and cache, shard URLs (identities checked by each shard's
+// first GET), S3 listing and indexing over ranged reads, and the PackSet built from them (see remote_pack_set.h).
 #include "core/remote_pack_set.h"
 
 #include <fcntl.h>
@@ -25,8 +25,8 @@
 namespace packfs {
 namespace {
 
-// What a pack set at `location` needs from its shards: URLs, reference paths, and the size and
-// ETag every read must still find.
+// What a pack set at `location` needs from its shards: URLs and reference paths, and (listed
+// without a catalog) the size and ETag every read must still find.
 struct RemoteShards {
   std::vector<std::string> urls;
   std::vector<std::string> refs;
@@ -51,44 +51,21 @@ Result<std::unique_ptr<Catalog>> FetchCatalog(const RemoteStore& store,
   return cat;
 }
 
-// HEADs every shard the catalog lists (in parallel): each must exist with the catalog's size.
-Result<RemoteShards> ValidateShards(const RemoteStore& store, const Catalog& cat,
-                                    const std::string& base, const std::string& location,
-                                    int threads) {
+// Where the shards a catalog lists are, with no request: each shard's identity is checked by its
+// first GET (see RemoteShardSource::FromCatalog), so mounting costs the same for 10 shards or
+// 100,000.
+Result<RemoteShards> LocateShards(const RemoteStore& store, const Catalog& cat,
+                                  const std::string& base, const std::string& location) {
   const auto& shards = cat.shards();
   RemoteShards out;
-  out.urls.resize(shards.size());
-  out.refs.resize(shards.size());
-  out.sizes.resize(shards.size());
-  out.etags.resize(shards.size());
-  std::vector<Status> errors(shards.size());
-  ParallelFor(shards.size(), threads, [&](size_t i) {
-    const ShardInfo& s = shards[i];
-    out.refs[i] = base + "/" + s.name;
-    out.sizes[i] = s.size;
+  out.urls.reserve(shards.size());
+  out.refs.reserve(shards.size());
+  for (const ShardInfo& s : shards) {
     Result<std::string> url = store.UrlOf(s.name);
-    if (!url.ok()) {
-      errors[i] = url.status().WithPrefix("catalog of " + location + " lists shard " + s.name);
-      return;
-    }
-    out.urls[i] = *url;
-    Result<HttpObjectInfo> info = store.http()->Head(*url);
-    if (!info.ok()) {
-      errors[i] = info.status().WithPrefix(out.refs[i] + " (listed in the catalog of " +
-                                           location + ")");
-      return;
-    }
-    if (info->size != s.size) {
-      errors[i] = Status::Stale(
-          out.refs[i] + " at " + *url + " is " + std::to_string(info->size) +
-          " bytes, the catalog says " + std::to_string(s.size) +
-          ": the catalog is stale; run `mkpack catalog` in the pack directory on the server "
-          "and upload the new " + std::string(kCatalogFileName));
-      return;
-    }
-    out.etags[i] = info->etag;
-  });
-  for (const Status& e : errors) PACKFS_RETURN_IF_ERROR(e);
+    if (!url.ok()) return url.status().WithPrefix("catalog of " + location + " lists shard " + s.name);
+    out.urls.push_back(std::move(url).value());
+    out.refs.push_back(base + "/" + s.name);
+  }
   return out;
 }
 
@@ -194,11 +171,10 @@ Result<std::unique_ptr<PackSet>> OpenRemotePackSet(const std::string& location_i
   Result<std::unique_ptr<Catalog>> fetched = FetchCatalog(*store, location, options);
   if (fetched.ok()) {
     catalog = std::move(fetched).value();
-    PACKFS_ASSIGN_OR_RETURN(shards, ValidateShards(*store, *catalog, base, location, threads));
+    PACKFS_ASSIGN_OR_RETURN(shards, LocateShards(*store, *catalog, base, location));
     // One request, whatever the number of shards: a server without ranges fails every read.
     if (!shards.urls.empty()) {
-      PACKFS_RETURN_IF_ERROR(
-          ProbeRangeSupport(*store->http(), shards.urls[0], shards.etags[0]));
+      PACKFS_RETURN_IF_ERROR(ProbeRangeSupport(*store->http(), shards.urls[0], {}));
     }
     hint = "the pack set at " + location + " changed on the server; remount it (run `mkpack " +
            "catalog` there and upload the new " + kCatalogFileName + " if its shards changed)";
@@ -219,16 +195,32 @@ Result<std::unique_ptr<PackSet>> OpenRemotePackSet(const std::string& location_i
   if (!reader) {
     PACKFS_ASSIGN_OR_RETURN(reader, RemoteReader::Create(options.read));
   }
-  auto opener = [client, reader, urls = shards.urls, refs = shards.refs, sizes = shards.sizes,
-                 etags = shards.etags](uint32_t shard) -> Result<ShardLease> {
-    if (shard >= urls.size()) {
-      return Status::Corruption("shard id " + std::to_string(shard) + " is out of range");
-    }
-    // No request: every read is checked against the ETag (and size) seen at open.
-    return ShardLease(
-        RemoteShardSource::FromKnown(client, urls[shard], refs[shard], sizes[shard], etags[shard],
-                                     reader));
-  };
+  // Listed (S3 without a catalog): size and ETag are known. From a catalog: its size and
+  // fingerprint, and the ETag the shard's first GET finds, kept for the mount in `pins`.
+  ShardOpener opener;
+  if (!shards.etags.empty()) {
+    opener = [client, reader, urls = shards.urls, refs = shards.refs, sizes = shards.sizes,
+              etags = shards.etags](uint32_t shard) -> Result<ShardLease> {
+      if (shard >= urls.size()) {
+        return Status::Corruption("shard id " + std::to_string(shard) + " is out of range");
+      }
+      return ShardLease(RemoteShardSource::FromKnown(client, urls[shard], refs[shard],
+                                                     sizes[shard], etags[shard], reader));
+    };
+  } else {
+    std::vector<std::pair<uint64_t, uint64_t>> ids;  // size, fingerprint
+    ids.reserve(catalog->shards().size());
+    for (const ShardInfo& s : catalog->shards()) ids.emplace_back(s.size, s.fingerprint);
+    opener = [client, reader, urls = shards.urls, refs = shards.refs, ids = std::move(ids),
+              pins = std::make_shared<EtagPins>()](uint32_t shard) -> Result<ShardLease> {
+      if (shard >= urls.size()) {
+        return Status::Corruption("shard id " + std::to_string(shard) + " is out of range");
+      }
+      return ShardLease(RemoteShardSource::FromCatalog(client, urls[shard], refs[shard],
+                                                       ids[shard].first, ids[shard].second, pins,
+                                                       shard, reader));
+    };
+  }
   std::vector<std::string> urls = shards.urls;
   return PackSet::FromCatalog(location, std::move(catalog), std::move(urls),
                               std::move(shards.refs), std::move(opener), std::move(hint));

@@ -3,9 +3,11 @@
 // RemoteShardSources (one ranged GET per read) while members keep their local header check.
 //
 // Opening fetches the catalog object `.packfs-catalog.sqlite` beside the shards into a cache
-// directory (SQLite needs a file) and checks every shard it lists with parallel HEADs: the size
-// must be the catalog's, and the ETag seen then is required of every later GET, so a shard
-// replaced on the server fails its reads with EIO instead of serving other bytes. Without a
+// directory (SQLite needs a file) and sends no request per shard: a shard's first GET checks its
+// size (Content-Range) against the catalog's, and the ETag seen then is required (If-Match) of
+// every later GET, so a stale catalog or a shard replaced on the server fails that shard's reads
+// with EIO instead of serving other bytes, and mounting costs the same whatever the number of
+// shards (one conditional GET of the catalog, one 4-byte range probe). Without a
 // catalog, an s3:// set is listed (pack-*.zip) and indexed over ranged reads at open; an http(s)
 // set cannot be listed and is refused with advice.
 //
@@ -30,7 +32,7 @@ struct RemoteOptions {
   HttpOptions http;   // connections, retries, timeouts
   // Where fetched catalogs are kept; empty: DefaultRemoteCacheDir().
   std::string cache_dir;
-  // Requests run at once while validating (HEAD) or indexing (ranged reads) shards at open;
+  // Requests run at once while indexing shards (ranged reads) at open, for an s3:// set without a catalog;
   // further bounded by http.max_connections. 0: 16.
   int open_threads = 0;
   // A catalog object larger than this is refused (it is downloaded whole).

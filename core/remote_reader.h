@@ -55,10 +55,10 @@ namespace packfs {
 class RangeFetcher {
  public:
   virtual ~RangeFetcher() = default;
-  // Identifies this version (URL and ETag): equal keys mean equal bytes, also across mounts when
-  // persistent().
+  // Identifies this version (URL and ETag, or URL and a catalog's size and fingerprint of the
+  // shard): equal keys mean equal bytes, also across mounts when persistent().
   virtual const std::string& cache_key() const = 0;
-  // Whether the key is strong enough for the disk cache (an ETag is known).
+  // Whether the key is strong enough for the disk cache (an ETag or a catalog identity).
   virtual bool persistent() const = 0;
   virtual uint64_t size() const = 0;
   // Exactly buf.size() bytes at offset (offset + buf.size() <= size()), or an error naming the

@@ -4,14 +4,32 @@
 // shared_ptrs to its client and reader, so many sources share one connection pool and cache.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "core/http_client.h"
 #include "core/remote_reader.h"
 #include "core/shard_source.h"
 
 namespace packfs {
+
+// The ETags a remote pack set's shards had when first read, by shard id: each shard's first GET
+// learns its ETag, and every later GET by any source of that shard requires it (If-Match), so a
+// mount reads one version of each shard without a request per shard up front. Thread-safe.
+class EtagPins {
+ public:
+  std::optional<std::string> Get(uint32_t shard) const;
+  // Pins `etag` for `shard` unless another is pinned already; returns the pinned one.
+  std::string Pin(uint32_t shard, const std::string& etag);
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<uint32_t, std::string> pins_;
+};
 
 class RemoteShardSource final : public ShardSource {
  public:
@@ -26,6 +44,15 @@ class RemoteShardSource final : public ShardSource {
   static std::unique_ptr<RemoteShardSource> FromKnown(
       std::shared_ptr<const HttpClient> client, std::string url, std::string display_name,
       uint64_t size, std::string etag, std::shared_ptr<RemoteReader> reader = nullptr);
+
+  // No request: the shard as a catalog describes it (its size, and the `fingerprint` of its
+  // central directory, which with the URL names its bytes in the caches). Its first GET checks the
+  // object's size (Content-Range) against `size`, failing with Stale when they differ (a stale
+  // catalog), and pins the ETag it carried in `pins` under `shard`; later GETs require it.
+  static std::unique_ptr<RemoteShardSource> FromCatalog(
+      std::shared_ptr<const HttpClient> client, std::string url, std::string display_name,
+      uint64_t size, uint64_t fingerprint, std::shared_ptr<EtagPins> pins, uint32_t shard,
+      std::shared_ptr<RemoteReader> reader = nullptr);
 
   const std::string& name() const override;
   uint64_t size() const override;
@@ -44,6 +71,7 @@ class RemoteShardSource final : public ShardSource {
       uint64_t offset, uint64_t length) const override;
 
   const std::string& url() const;
+  // The ETag known at construction (empty for FromCatalog: see EtagPins).
   const std::string& etag() const;
 
  private:

@@ -2,8 +2,8 @@
 // every file, blob references, ffprobe on an MP4 member, one ranged GET per small file's first
 // read counted in nginx's access log), an http set without a catalog (refused with advice),
 // moto S3 with signed requests (with a catalog) and unsigned (listed and indexed at mount), a
-// stale catalog refused at open, and shards replaced on the server under a live mount (EIO on
-// their members only, the daemon keeps serving).
+// stale catalog and shards replaced on the server under a live mount (EIO on their members only,
+// found by the shard's first GET or by If-Match; the daemon keeps serving).
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -264,22 +264,61 @@ TEST_F(RemoteMountTest, UnreachableServerFailsTheMount) {
   EXPECT_NE(m.result().err.find("127.0.0.1"), std::string::npos) << m.result().err;
 }
 
-TEST_F(RemoteMountTest, StaleCatalogIsRefusedAtOpen) {
-  // A served copy whose pack-0001.zip grew after the catalog was made.
+// The files of each shard of the mount, by shard reference ("media/pack-0001.zip").
+std::map<std::string, std::vector<std::string>> FilesByShard(const std::string& mnt,
+                                                             const std::string& src) {
+  std::map<std::string, std::vector<std::string>> by_shard;
+  for (const auto& [key, bytes] : TreeFiles(src)) {
+    const std::string ref = GetXattr(mnt + "/" + key, "user.packfs.ref");
+    by_shard[ref.substr(ref.rfind("::") + 2)].push_back(key);
+  }
+  return by_shard;
+}
+
+std::string Errors(const std::string& mnt) {
+  std::string errors(1 << 16, '\0');
+  const ssize_t n = ::getxattr(mnt.c_str(), "user.packfs.errors", errors.data(), errors.size());
+  errors.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return errors;
+}
+
+// No request per shard at mount: a shard that does not match the catalog (it grew after the
+// catalog was made) mounts, and its first GET finds the size wrong: its members fail with EIO,
+// named with the advice in user.packfs.errors, and the other shards serve.
+TEST_F(RemoteMountTest, StaleCatalogFailsThatShardsReadsNotTheMount) {
   const std::string dir = *tmp_ / "www/stale/media";
   testing::Sh("mkdir -p '" + dir + "' && cp -p '" + (*tmp_ / "www/media") + "'/pack-*.zip '" +
               (*tmp_ / "www/media/.packfs-catalog.sqlite") + "' '" + dir + "'/ && echo junk >> '" +
               dir + "/pack-0001.zip'");
-  RemoteOptions opts;
-  opts.cache_dir = mnt_dir_ / "cache";
-  auto set = OpenRemotePackSet(server_->url() + "/stale/media", opts);
-  ASSERT_FALSE(set.ok());
-  EXPECT_NE(set.status().message().find("media/pack-0001.zip"), std::string::npos)
-      << set.status().message();
-  EXPECT_NE(set.status().message().find("mkpack catalog"), std::string::npos)
-      << set.status().message();
+  Mount m({server_->url() + "/stale/media"}, Mnt(), CacheArgs());
+  ASSERT_TRUE(m.ok()) << m.result().err;
+  int failed = 0, served = 0;
+  for (const auto& [shard, keys] : FilesByShard(Mnt(), *tmp_ / "src")) {
+    for (const auto& key : keys) {
+      if (fs::file_size(*tmp_ / ("src/" + key)) == 0) continue;  // nothing to read, no request
+      std::string bytes;
+      if (shard == "media/pack-0001.zip") {
+        EXPECT_EQ(ReadAll(Mnt() + "/" + key, &bytes), EIO) << key;
+        ++failed;
+      } else {
+        ASSERT_EQ(ReadAll(Mnt() + "/" + key, &bytes), 0) << key;
+        EXPECT_TRUE(bytes == testing::ReadFile(*tmp_ / ("src/" + key))) << key;
+        ++served;
+      }
+    }
+  }
+  EXPECT_GT(failed, 0);
+  EXPECT_GT(served, 0);
+  const std::string errors = Errors(Mnt());
+  EXPECT_NE(errors.find("media/pack-0001.zip"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("the catalog is stale"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("mkpack catalog"), std::string::npos) << errors;
 }
 
+// Shards changed on the server under a live mount: one grows before any read of it (its first
+// GET finds the size wrong), one is rewritten in place with the same bytes and size after its
+// first read (nginx's ETag changes with the mtime, so If-Match fails). Their members fail with
+// EIO; the other shards keep serving and the mount stays up.
 TEST_F(RemoteMountTest, ReplacedShardsFailWithEioOthersStillServe) {
   const std::string dir = *tmp_ / "www/live/media";
   testing::Sh("mkdir -p '" + dir + "' && cp -p '" + (*tmp_ / "www/media") + "'/pack-*.zip '" +
@@ -287,18 +326,20 @@ TEST_F(RemoteMountTest, ReplacedShardsFailWithEioOthersStillServe) {
   Mount m({server_->url() + "/live/media"}, Mnt(), CacheArgs());
   ASSERT_TRUE(m.ok()) << m.result().err;
   // Which files live in which shard (read nothing yet, so no page cache hides a change).
-  std::map<std::string, std::vector<std::string>> by_shard;
-  for (const auto& [key, bytes] : TreeFiles(*tmp_ / "src")) {
-    std::string ref = GetXattr(Mnt() + "/" + key, "user.packfs.ref");
-    by_shard[ref.substr(ref.rfind("::") + 2)].push_back(key);
-  }
+  std::map<std::string, std::vector<std::string>> by_shard = FilesByShard(Mnt(), *tmp_ / "src");
   ASSERT_GE(by_shard.size(), 3u);
   auto it = by_shard.begin();
   const auto& [keep_shard, keep] = *it++;
   const auto& [grown_shard, grown] = *it++;
   const auto& [same_size_shard, same_size] = *it;
-  // One shard grows; another is rewritten in place with the same size and new content (nginx's
-  // ETag then changes with the mtime).
+  std::vector<std::string> same_size_files;  // with bytes to read
+  for (const auto& key : same_size) {
+    if (fs::file_size(*tmp_ / ("src/" + key)) > 0) same_size_files.push_back(key);
+  }
+  ASSERT_GE(same_size_files.size(), 2u);
+  std::string first;
+  ASSERT_EQ(ReadAll(Mnt() + "/" + same_size_files[0], &first), 0);
+  EXPECT_TRUE(first == testing::ReadFile(*tmp_ / ("src/" + same_size_files[0])));
   const std::string grown_file = dir + "/" + grown_shard.substr(grown_shard.find('/') + 1);
   const std::string same_file = dir + "/" + same_size_shard.substr(same_size_shard.find('/') + 1);
   testing::Sh("cat '" + grown_file + "' '" + grown_file + "' > '" + grown_file + ".new' && mv '" +
@@ -309,16 +350,18 @@ TEST_F(RemoteMountTest, ReplacedShardsFailWithEioOthersStillServe) {
     std::string bytes;
     EXPECT_EQ(ReadAll(Mnt() + "/" + key, &bytes), EIO) << key;
   }
-  for (const auto& key : same_size) {
-    if (fs::file_size(*tmp_ / ("src/" + key)) == 0) continue;
+  for (size_t i = 1; i < same_size_files.size(); ++i) {
     std::string bytes;
-    EXPECT_EQ(ReadAll(Mnt() + "/" + key, &bytes), EIO) << key;
+    EXPECT_EQ(ReadAll(Mnt() + "/" + same_size_files[i], &bytes), EIO) << same_size_files[i];
   }
   for (const auto& key : keep) {
     std::string bytes;
     ASSERT_EQ(ReadAll(Mnt() + "/" + key, &bytes), 0) << key;
     EXPECT_TRUE(bytes == testing::ReadFile(*tmp_ / ("src/" + key))) << key;
   }
+  const std::string errors = Errors(Mnt());
+  EXPECT_NE(errors.find("the catalog is stale"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("412"), std::string::npos) << errors;
   EXPECT_TRUE(testing::IsMounted(Mnt()));
   struct stat st;
   EXPECT_EQ(::stat((Mnt() + "/big").c_str(), &st), 0);

@@ -189,6 +189,56 @@ TEST_F(NginxTest, RandomRangesMatchTheFile) {
   EXPECT_EQ(*raw, 0u);
 }
 
+// The answer's ETag and size come back with the bytes; a GET that requires another ETag is
+// refused by the server itself (If-Match: 412), so no bytes of another version arrive.
+TEST_F(NginxTest, RangeAnswerCarriesEtagAndSizeAndIfMatchRefusesOtherVersions) {
+  auto client = Client();
+  auto info = client->Head(Url("data.bin"));
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  std::vector<uint8_t> buf(100);
+  HttpRangeAnswer answer;
+  auto n = client->GetRange(Url("data.bin"), 10, buf, {}, nullptr, &answer);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(answer.etag, info->etag);
+  EXPECT_TRUE(answer.total_known);
+  EXPECT_EQ(answer.total, kDataSize);
+  EXPECT_TRUE(client->GetRange(Url("data.bin"), 10, buf, info->etag).ok());
+  auto refused = client->GetRange(Url("data.bin"), 10, buf, "\"5f0-other\"");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kStale) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("412"), std::string::npos) << refused.status().ToString();
+}
+
+// A shard described by a catalog costs no request until read; its first GET checks the size.
+TEST_F(NginxTest, CatalogDescribedSourceChecksTheSizeOnItsFirstGet) {
+  auto pins = std::make_shared<EtagPins>();
+  std::vector<uint8_t> buf(64);
+  auto wrong = RemoteShardSource::FromCatalog(Client(), Url("data.bin"), "media/pack-0007.zip",
+                                              kDataSize - 1, 0x1234, pins, 7);
+  auto n = wrong->ReadAt(0, buf);
+  ASSERT_FALSE(n.ok());
+  EXPECT_EQ(n.status().code(), Code::kStale) << n.status().ToString();
+  EXPECT_NE(n.status().message().find("media/pack-0007.zip"), std::string::npos);
+  EXPECT_NE(n.status().message().find("the catalog is stale"), std::string::npos);
+  EXPECT_FALSE(pins->Get(7).has_value());  // nothing pinned from a refused answer
+  auto right = RemoteShardSource::FromCatalog(Client(), Url("data.bin"), "media/pack-0007.zip",
+                                              kDataSize, 0x1234, pins, 7);
+  n = right->ReadAt(1000, buf);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(0, std::memcmp(buf.data(), data_->data() + 1000, buf.size()));
+  auto info = Client()->Head(Url("data.bin"));
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(pins->Get(7), std::optional<std::string>(info->etag));
+  // Another source of the same shard requires the pinned ETag: a pin nginx does not have fails.
+  auto other = std::make_shared<EtagPins>();
+  other->Pin(7, "\"5f0-other\"");
+  auto pinned = RemoteShardSource::FromCatalog(Client(), Url("data.bin"), "media/pack-0007.zip",
+                                               kDataSize, 0x1234, other, 7);
+  n = pinned->ReadAt(0, buf);
+  ASSERT_FALSE(n.ok());
+  EXPECT_EQ(n.status().code(), Code::kStale) << n.status().ToString();
+}
+
 TEST_F(NginxTest, OneMebibyteRead) {
   auto src = RemoteShardSource::Open(Client(), Url("data.bin"), "data.bin");
   ASSERT_TRUE(src.ok());
