@@ -49,17 +49,16 @@ Result<std::unique_ptr<PackSet>> OpenLooseDirectory(const std::string& dir_in,
   }
   // Each file is checked against what the walk saw: a loose file replaced under a live mount
   // must not serve bytes the catalog's size does not describe.
-  std::vector<ShardInfo> expect = data.shards;
-  auto opener = [files, refs, expect](uint32_t shard) -> Result<ShardLease> {
-    Result<std::unique_ptr<FileShardSource>> f = FileShardSource::Open(files[shard], refs[shard]);
+  auto opener = [](const ShardToOpen& shard) -> Result<ShardLease> {
+    Result<std::unique_ptr<FileShardSource>> f = FileShardSource::Open(shard.path, shard.ref);
     if (!f.ok()) {
       return Status::Stale(f.status().message() + " (it changed since the mount; remount)");
     }
     const FileStat& st = (*f)->stat();
-    if (st.size != expect[shard].size || st.mtime_ns != expect[shard].mtime_ns) {
-      return Status::Stale(refs[shard] + " changed since the mount (size " +
+    if (st.size != shard.info.size || st.mtime_ns != shard.info.mtime_ns) {
+      return Status::Stale(shard.ref + " changed since the mount (size " +
                            std::to_string(st.size) + ", was " +
-                           std::to_string(expect[shard].size) + "); remount to see it");
+                           std::to_string(shard.info.size) + "); remount to see it");
     }
     return ShardLease(std::move(f).value());
   };

@@ -20,13 +20,14 @@
 namespace packfs {
 
 struct PackSet::Impl {
-  Impl(std::vector<ShardInfo> shards, std::vector<std::string> files, std::vector<std::string> refs,
-       size_t max_open, std::string hint, uint64_t max_id, ShardOpener opener = nullptr)
-      : ref_paths(refs),
-        file_paths(files),
+  // `shards` is the catalog's, which the PackSet keeps for as long as this.
+  Impl(const std::vector<ShardInfo>& shards, std::vector<std::string> files,
+       std::vector<std::string> refs, size_t max_open, std::string hint, uint64_t max_id,
+       ShardOpener opener = nullptr)
+      : ref_paths(std::move(refs)),
+        file_paths(std::move(files)),
         refresh_hint(hint),
-        pool(std::move(shards), std::move(files), std::move(refs), max_open, std::move(hint),
-             std::move(opener)),
+        pool(shards, file_paths, ref_paths, max_open, std::move(hint), std::move(opener)),
         checked_words(max_id / 64 + 1),
         checked(new std::atomic<uint64_t>[checked_words]) {
     for (size_t i = 0; i < checked_words; ++i) checked[i].store(0, std::memory_order_relaxed);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/catalog.h"
+#include "core/shard_pool.h"
 #include "core/shard_source.h"
 #include "core/status.h"
 
@@ -138,9 +139,9 @@ class PackSet {
   // it, and remembers success.
   Status CheckMemberAgainst(const Node& file, const ShardSource& src) const;
   struct Impl;
-  std::unique_ptr<Impl> impl_;
   std::string dir_;
   std::unique_ptr<Catalog> catalog_;
+  std::unique_ptr<Impl> impl_;  // after catalog_: its shard pool refers to the catalog's shards
   std::vector<std::string> warnings_;
   bool using_catalog_file_ = false;
   bool raw_members_ = false;  // FromSources: no member headers

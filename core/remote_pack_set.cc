@@ -26,11 +26,10 @@ namespace packfs {
 namespace {
 
 // What a pack set at `location` needs from its shards: URLs and reference paths, and (listed
-// without a catalog) the size and ETag every read must still find.
+// without a catalog) the ETag every read must still find.
 struct RemoteShards {
   std::vector<std::string> urls;
   std::vector<std::string> refs;
-  std::vector<uint64_t> sizes;
   std::vector<std::string> etags;
 };
 
@@ -93,7 +92,6 @@ Result<std::unique_ptr<Catalog>> ListAndIndex(const RemoteStore& store, const st
   std::vector<Status> errors(found.size());
   out->urls.resize(found.size());
   out->refs.resize(found.size());
-  out->sizes.resize(found.size());
   out->etags.resize(found.size());
   ParallelFor(found.size(), threads, [&](size_t i) {
     const S3Object& o = found[i].second;
@@ -101,7 +99,6 @@ Result<std::unique_ptr<Catalog>> ListAndIndex(const RemoteStore& store, const st
     out->refs[i] = base + "/" + name;
     std::unique_ptr<RemoteShardSource> src = store.s3()->SourceFor(url.host, o, out->refs[i]);
     out->urls[i] = src->url();
-    out->sizes[i] = src->size();
     out->etags[i] = src->etag();
     Result<ZipIndex> index = IndexShard(*src, name);
     if (!index.ok()) {
@@ -199,30 +196,20 @@ Result<std::unique_ptr<PackSet>> OpenRemotePackSet(const std::string& location_i
   // fingerprint, and the ETag the shard's first GET finds, kept for the mount in `pins`.
   ShardOpener opener;
   if (!shards.etags.empty()) {
-    opener = [client, reader, urls = shards.urls, refs = shards.refs, sizes = shards.sizes,
-              etags = shards.etags](uint32_t shard) -> Result<ShardLease> {
-      if (shard >= urls.size()) {
-        return Status::Corruption("shard id " + std::to_string(shard) + " is out of range");
-      }
-      return ShardLease(RemoteShardSource::FromKnown(client, urls[shard], refs[shard],
-                                                     sizes[shard], etags[shard], reader));
+    opener = [client, reader,
+              etags = std::move(shards.etags)](const ShardToOpen& shard) -> Result<ShardLease> {
+      return ShardLease(RemoteShardSource::FromKnown(client, shard.path, shard.ref,
+                                                     shard.info.size, etags[shard.id], reader));
     };
   } else {
-    std::vector<std::pair<uint64_t, uint64_t>> ids;  // size, fingerprint
-    ids.reserve(catalog->shards().size());
-    for (const ShardInfo& s : catalog->shards()) ids.emplace_back(s.size, s.fingerprint);
-    opener = [client, reader, urls = shards.urls, refs = shards.refs, ids = std::move(ids),
-              pins = std::make_shared<EtagPins>()](uint32_t shard) -> Result<ShardLease> {
-      if (shard >= urls.size()) {
-        return Status::Corruption("shard id " + std::to_string(shard) + " is out of range");
-      }
-      return ShardLease(RemoteShardSource::FromCatalog(client, urls[shard], refs[shard],
-                                                       ids[shard].first, ids[shard].second, pins,
-                                                       shard, reader));
+    opener = [client, reader,
+              pins = std::make_shared<EtagPins>()](const ShardToOpen& shard) -> Result<ShardLease> {
+      return ShardLease(RemoteShardSource::FromCatalog(client, shard.path, shard.ref,
+                                                       shard.info.size, shard.info.fingerprint,
+                                                       pins, shard.id, reader));
     };
   }
-  std::vector<std::string> urls = shards.urls;
-  return PackSet::FromCatalog(location, std::move(catalog), std::move(urls),
+  return PackSet::FromCatalog(location, std::move(catalog), std::move(shards.urls),
                               std::move(shards.refs), std::move(opener), std::move(hint));
 }
 

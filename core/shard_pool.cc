@@ -32,12 +32,13 @@ size_t DefaultMaxOpenShards() {
   return static_cast<size_t>(std::max<uint64_t>(n, 4));
 }
 
-ShardPool::ShardPool(std::vector<ShardInfo> shards, std::vector<std::string> file_paths,
-                     std::vector<std::string> ref_paths, size_t max_open,
+ShardPool::ShardPool(const std::vector<ShardInfo>& shards,
+                     const std::vector<std::string>& file_paths,
+                     const std::vector<std::string>& ref_paths, size_t max_open,
                      std::string refresh_hint, ShardOpener opener)
-    : shards_(std::move(shards)),
-      file_paths_(std::move(file_paths)),
-      ref_paths_(std::move(ref_paths)),
+    : shards_(shards),
+      file_paths_(file_paths),
+      ref_paths_(ref_paths),
       max_open_(std::max<size_t>(max_open, 1)),
       refresh_hint_(std::move(refresh_hint)),
       opener_(std::move(opener)),
@@ -123,7 +124,8 @@ Result<ShardLease> ShardPool::Get(uint32_t shard) {
     }
   }
   if (opener_) {
-    Result<ShardLease> opened = opener_(shard);
+    Result<ShardLease> opened =
+        opener_(ShardToOpen{shard, shards_[shard], file_paths_[shard], ref_paths_[shard]});
     if (!opened.ok()) return opened.status();
     std::lock_guard<std::mutex> lock(mu_);
     InsertLocked(slot, shard, *opened);

@@ -27,6 +27,18 @@
 
 namespace packfs {
 
+// A shard an opener is asked to open: its id, as the catalog describes it, where it is (a file
+// path or a URL) and what messages call it ("media/pack-0003.zip"). Valid during the call.
+struct ShardToOpen {
+  uint32_t id;
+  const ShardInfo& info;
+  const std::string& path;
+  const std::string& ref;
+};
+// Opens a shard of a set whose shards are not the zip/tar files of a pack directory (loose files,
+// synthesized content, remote objects); it validates what it opens itself. Thread-safe.
+using ShardOpener = std::function<Result<ShardLease>(const ShardToOpen& shard)>;
+
 // Half the soft RLIMIT_NOFILE minus a margin for other fds (FUSE, SQLite, stdio), at least 4.
 size_t DefaultMaxOpenShards();
 
@@ -34,9 +46,10 @@ class ShardPool {
  public:
   // `shards` describes what the catalog expects; `file_paths[i]` opens shard i and
   // `ref_paths[i]` names it in messages; `refresh_hint` ends stale messages
-  // ("run `mkpack catalog media` to refresh it").
-  ShardPool(std::vector<ShardInfo> shards, std::vector<std::string> file_paths,
-            std::vector<std::string> ref_paths, size_t max_open, std::string refresh_hint,
+  // ("run `mkpack catalog media` to refresh it"). The three vectors are the caller's (a set of
+  // 100,000 shards keeps one copy of each) and must outlive the pool.
+  ShardPool(const std::vector<ShardInfo>& shards, const std::vector<std::string>& file_paths,
+            const std::vector<std::string>& ref_paths, size_t max_open, std::string refresh_hint,
             ShardOpener opener = nullptr);
   ~ShardPool();
   ShardPool(const ShardPool&) = delete;
@@ -53,9 +66,9 @@ class ShardPool {
   Status Validate(Slot& slot, uint32_t shard, const FileShardSource& src);
   void InsertLocked(Slot& slot, uint32_t shard, ShardLease src);
 
-  std::vector<ShardInfo> shards_;
-  std::vector<std::string> file_paths_;
-  std::vector<std::string> ref_paths_;
+  const std::vector<ShardInfo>& shards_;
+  const std::vector<std::string>& file_paths_;
+  const std::vector<std::string>& ref_paths_;
   size_t max_open_;
   std::string refresh_hint_;
   ShardOpener opener_;  // empty: open file_paths_ and validate against shards_

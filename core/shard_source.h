@@ -52,9 +52,6 @@ class ShardSource {
 
 // A shard opened for reading; keeps its fd (or connection state) alive while held.
 using ShardLease = std::shared_ptr<const ShardSource>;
-// Opens shard i of a set whose shards are not the zip/tar files of a pack directory (loose files,
-// synthesized content, remote objects); it validates what it opens itself. Thread-safe.
-using ShardOpener = std::function<Result<ShardLease>(uint32_t shard)>;
 
 // Reads exactly buf.size() bytes at offset or fails with a Corruption status naming `what`
 // ("truncated: <shard> ends at N, <what> needs bytes up to M").
