@@ -107,6 +107,10 @@ def parse_args():
                     help="remote: packfs --disk-cache-size (when packfs has it)")
     ap.add_argument("--scale-shards", type=int, default=100000,
                     help="scale: shards of the large remote set (the small one has 10)")
+    ap.add_argument("--scale-members", type=int, default=10000000,
+                    help="scale: members of the large local set")
+    ap.add_argument("--scale-member-shards", type=int, default=100000,
+                    help="scale: shards of the large local set")
     ap.add_argument("--scale-delay-ms", type=float, default=20,
                     help="scale: delay the proxy adds to each request to nginx")
     ap.add_argument("--shared-files", type=int, default=3000,
@@ -149,6 +153,8 @@ def parse_args():
         args.remote_large_mib = min(args.remote_large_mib, 16)
         args.remote_budget = min(args.remote_budget, 3)
         args.scale_shards = min(args.scale_shards, 300)
+        args.scale_members = min(args.scale_members, 3000)
+        args.scale_member_shards = min(args.scale_member_shards, 30)
         args.shared_files = min(args.shared_files, 300)
         args.shared_sample = min(args.shared_sample, 150)
         args.shared_delays_ms = args.shared_delays_ms[:1]

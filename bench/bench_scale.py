@@ -7,9 +7,17 @@ cached (an empty --cache-dir) and cached (the second mount: a conditional GET); 
 the requests and bytes sent until then. What should hold: the requests at mount do not depend on
 the number of shards.
 
-Only a failed mount or a wrong listing raises Broken; speed never does.
+A large set on one machine: --scale-members (10,000,000) 16-byte members in
+--scale-member-shards (100,000) shards, written the same way (directories of 1,000). Measured:
+`mkpack catalog` building its catalog afresh, the catalog's bytes per member, then a local mount
+cold (page cache dropped): first `stat` and the daemon's RSS then, 10,000 `stat`s of random
+paths (one thread), `find MNT | wc -l`, peak RSS; and the same mount under `ulimit -n 1024`
+(first stat, the random stats, and a read of one member in each of 2,000 random shards).
+
+Only a failed mount, a wrong listing or wrong bytes raise Broken; speed never does.
 """
 import os
+import random
 import shutil
 import subprocess
 import time
@@ -21,9 +29,12 @@ from bench_mount import vm_hwm_kib
 PROBE = "d0000/0000000.bin"
 
 
-def ensure_shards_set(args, www, shards, ds):
-    """www/shards-N/media: N shards of one 16-byte member each, with its catalog."""
-    d = os.path.join(www, f"shards-{shards}", "media")
+def ensure_shards_set(args, www, shards, ds, members=None):
+    """www/shards-N/media: N shards of one 16-byte member each, with its catalog; or `members`
+    members in N shards (www/members-M-in-N/media)."""
+    members = members or shards
+    d = os.path.join(www, f"shards-{shards}" if members == shards else
+                     f"members-{members}-in-{shards}", "media")
     done = d + ".done"
     if os.path.exists(done):
         return d
@@ -32,16 +43,19 @@ def ensure_shards_set(args, www, shards, ds):
     tiny = os.path.join(www, "..", "tiny.bin")
     with open(tiny, "wb") as f:
         f.write(b"0123456789abcdef")
-    lst = os.path.join(www, "..", f"shards-{shards}.list")
+    lst = os.path.join(www, "..", "members.list")
     with open(lst, "w") as f:
-        for i in range(shards):
+        for i in range(members):
             f.write("d%04d/%07d.bin\t%s\n" % (i // 1000, i, tiny))
-    print(f"data: {shards} shards of one member", flush=True)
+    per_shard = -(-members // shards)
+    print(f"data: {members} members in {shards} shards", flush=True)
     t = time.perf_counter()
-    with ds.building(f"{shards} shards"):
+    with ds.building(f"{members} members in {shards} shards"):
         subprocess.run([os.path.join(args.build, "mkpack"), "pack", "--no-fsync", "--max-members",
-                        "1", "--files-from", lst, d], check=True, stdout=subprocess.DEVNULL)
-    print(f"data: {shards} shards written in {time.perf_counter() - t:.1f} s", flush=True)
+                        str(per_shard), "--files-from", lst, d], check=True,
+                       stdout=subprocess.DEVNULL)
+    os.remove(lst)
+    print(f"data: written in {time.perf_counter() - t:.1f} s", flush=True)
     open(done, "w").close()
     return d
 
@@ -115,3 +129,104 @@ def bench_scale(args, work, ds, rows):
                           f"{res['rss_mib'] or 0:6.1f} MiB", flush=True)
     finally:
         srv.stop()
+    local_large(args, work, ds, rows)
+
+
+def stat_rate(mnt, paths):
+    """(stats per second, failures) of os.stat over `paths` in one thread."""
+    failed = 0
+    t = time.perf_counter()
+    for p in paths:
+        try:
+            os.stat(os.path.join(mnt, p))
+        except OSError:
+            failed += 1
+    return len(paths) / (time.perf_counter() - t), failed
+
+
+def local_large(args, work, ds, rows):
+    d = os.path.join(work, "scale")
+    members, shards = args.scale_members, args.scale_member_shards
+    media = ensure_shards_set(args, os.path.join(d, "www"), shards, ds, members=members)
+    catalog = os.path.join(media, ".packfs-catalog.sqlite")
+    mkpack = os.path.join(args.build, "mkpack")
+    packfs = os.path.join(args.build, "packfs")
+    mnt = os.path.join(work, "mnt", "scale")
+    rng = random.Random(23)
+    probe_paths = ["d%04d/%07d.bin" % (i // 1000, i) for i in
+                   (rng.randrange(members) for _ in range(10000))]
+    per_shard = -(-members // shards)
+    read_paths = ["d%04d/%07d.bin" % (i // 1000, i) for i in
+                  (s * per_shard for s in rng.sample(range(shards), min(2000, shards)))]
+    for r in range(args.repeat):
+        os.remove(catalog)
+        drop_caches()
+        t = time.perf_counter()
+        subprocess.run([mkpack, "catalog", media], check=True, stdout=subprocess.DEVNULL)
+        build_s = time.perf_counter() - t
+        size = os.path.getsize(catalog)
+        row = {"bench": "scale", "what": "local large", "members": members, "shards": shards,
+               "repeat": r, "catalog_s": build_s, "catalog_bytes": size,
+               "bytes_per_member": size / members}
+        print(f"scale r{r} {members} members in {shards} shards: mkpack catalog {build_s:.1f} s, "
+              f"{size / members:.1f} bytes per member", flush=True)
+        for limit in (None, 1024):
+            unmount(mnt)
+            os.makedirs(mnt, exist_ok=True)
+            drop_caches()
+            cmd = ([] if limit is None else ["prlimit", f"--nofile={limit}:{limit}"]) + \
+                [packfs, "-f", media, mnt]
+            t0 = time.perf_counter()
+            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            try:
+                while True:
+                    try:
+                        os.stat(os.path.join(mnt, PROBE))
+                        break
+                    except OSError:
+                        pass
+                    if p.poll() is not None:
+                        raise Broken("scale: " + " ".join(cmd) + " failed: " +
+                                     p.stderr.read().decode(errors="replace").strip())
+                    if time.perf_counter() - t0 > args.mount_budget:
+                        raise Broken(f"scale: {' '.join(cmd)}: no stat in {args.mount_budget} s")
+                    time.sleep(0.002)
+                first = time.perf_counter() - t0
+                rss_first = (vm_hwm_kib(p.pid) or 0) / 1024
+                rate, failed = stat_rate(mnt, probe_paths)
+                if failed:
+                    raise Broken(f"scale: {failed} of {len(probe_paths)} stats failed")
+                tag = "" if limit is None else f"_nofile{limit}"
+                row.update({f"first_stat_s{tag}": first, f"rss_first_mib{tag}": rss_first,
+                            f"stats_per_s{tag}": rate})
+                if limit is None:
+                    t1 = time.perf_counter()
+                    found = int(subprocess.run(f"find '{mnt}' | wc -l", shell=True, check=True,
+                                               capture_output=True, text=True).stdout)
+                    want = members + -(-members // 1000) + 1
+                    if found != want:
+                        raise Broken(f"scale: find listed {found} entries, not {want}")
+                    row.update(find_s=time.perf_counter() - t1,
+                               rss_peak_mib=(vm_hwm_kib(p.pid) or 0) / 1024)
+                else:
+                    t1 = time.perf_counter()
+                    for q in read_paths:
+                        with open(os.path.join(mnt, q), "rb") as f:
+                            if f.read() != b"0123456789abcdef":
+                                raise Broken(f"scale: {q} read wrong bytes under ulimit -n {limit}")
+                    row.update({f"reads_per_s{tag}": len(read_paths) / (time.perf_counter() - t1),
+                                f"rss_peak_mib{tag}": (vm_hwm_kib(p.pid) or 0) / 1024})
+                print(f"scale r{r} local mount{'' if limit is None else f' (ulimit -n {limit})'}: "
+                      f"first stat {first:.3f} s, RSS {rss_first:.1f} MiB, {rate:.0f} stats/s"
+                      + (f", find {row['find_s']:.1f} s, peak RSS {row['rss_peak_mib']:.1f} MiB"
+                         if limit is None else
+                         f", {row[f'reads_per_s{tag}']:.0f} reads/s over {len(read_paths)} shards"),
+                      flush=True)
+            finally:
+                unmount(mnt)
+                try:
+                    p.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+        rows.append(row)

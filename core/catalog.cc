@@ -158,6 +158,11 @@ Status Catalog::LoadHeader() {
     return Status::Corruption("meta node count disagrees with its totals");
   }
   {
+    PACKFS_ASSIGN_OR_RETURN(sql::Stmt n, db.Prepare("SELECT max(id) FROM shards"));
+    PACKFS_ASSIGN_OR_RETURN(bool any, n.Step());
+    if (any && n.Int(0) > 0 && n.Int(0) < (int64_t{1} << 32)) {
+      shards_.reserve(static_cast<size_t>(n.Int(0)) + 1);
+    }
     PACKFS_ASSIGN_OR_RETURN(
         sql::Stmt s,
         db.Prepare("SELECT id, name, size, mtime_ns, fingerprint, member_count FROM shards "

@@ -157,6 +157,10 @@ Result<CatalogData> IndexShardFiles(const std::string& dir, const std::vector<st
 
 std::vector<MissingShard> FindMissingShards(const Catalog& catalog,
                                             const std::vector<std::string>& names) {
+  const std::vector<ShardInfo>& shards = catalog.shards();
+  bool same = names.size() == shards.size();  // both in name order: the usual case, no set
+  for (size_t i = 0; same && i < names.size(); ++i) same = names[i] == shards[i].name;
+  if (same) return {};
   std::unordered_map<std::string_view, bool> present;
   for (const std::string& n : names) present.emplace(n, true);
   std::vector<MissingShard> missing;

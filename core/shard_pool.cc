@@ -10,17 +10,11 @@
 
 namespace packfs {
 
+// 24 bytes a shard (a set may have 100,000): opening locks and fingerprint verdicts live apart.
 struct ShardPool::Slot {
-  std::mutex open_mu;  // serializes opening this shard
   // Guarded by ShardPool::mu_.
   ShardLease src;
   std::list<uint32_t>::iterator lru_pos;
-  // Guarded by open_mu: the last file state the fingerprint check accepted or refused, so a
-  // shard that keeps failing is not re-fingerprinted on every read.
-  bool have_verdict = false;
-  uint64_t verdict_size = 0;
-  int64_t verdict_mtime_ns = 0;
-  Status verdict;
 };
 
 size_t DefaultMaxOpenShards() {
@@ -51,7 +45,7 @@ size_t ShardPool::open_count() const {
   return open_;
 }
 
-Status ShardPool::Validate(Slot& slot, uint32_t shard, const FileShardSource& src) {
+Status ShardPool::Validate(uint32_t shard, const FileShardSource& src) {
   const ShardInfo& want = shards_[shard];
   const FileStat& st = src.stat();
   const std::string& name = ref_paths_[shard];
@@ -61,8 +55,12 @@ Status ShardPool::Validate(Slot& slot, uint32_t shard, const FileShardSource& sr
                          std::to_string(want.size) + "); " + refresh_hint_);
   }
   if (st.mtime_ns == want.mtime_ns) return Status::OK();
-  if (slot.have_verdict && slot.verdict_size == st.size && slot.verdict_mtime_ns == st.mtime_ns) {
-    return slot.verdict;
+  {
+    std::lock_guard<std::mutex> lock(verdicts_mu_);
+    auto it = verdicts_.find(shard);
+    if (it != verdicts_.end() && it->second.size == st.size && it->second.mtime_ns == st.mtime_ns) {
+      return it->second.status;
+    }
   }
   Status verdict;
   Result<uint64_t> fp = ShardFingerprint(src, want.name);
@@ -74,10 +72,8 @@ Status ShardPool::Validate(Slot& slot, uint32_t shard, const FileShardSource& sr
                             " changed since the catalog was built (its central directory "
                             "differs); " + refresh_hint_);
   }
-  slot.have_verdict = true;
-  slot.verdict_size = st.size;
-  slot.verdict_mtime_ns = st.mtime_ns;
-  slot.verdict = verdict;
+  std::lock_guard<std::mutex> lock(verdicts_mu_);
+  verdicts_[shard] = Verdict{st.size, st.mtime_ns, verdict};
   return verdict;
 }
 
@@ -115,7 +111,7 @@ Result<ShardLease> ShardPool::Get(uint32_t shard) {
       return slot.src;
     }
   }
-  std::lock_guard<std::mutex> open_lock(slot.open_mu);
+  std::lock_guard<std::mutex> open_lock(open_mu_[shard % kOpenLocks]);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (slot.src) {  // another thread opened it while we waited
@@ -139,7 +135,7 @@ Result<ShardLease> ShardPool::Get(uint32_t shard) {
     return Status::Stale(file.status().message() + " (it changed since the catalog was built?); " +
                          refresh_hint_);
   }
-  PACKFS_RETURN_IF_ERROR(Validate(slot, shard, **file));
+  PACKFS_RETURN_IF_ERROR(Validate(shard, **file));
   ShardLease lease(std::move(file).value());
   std::lock_guard<std::mutex> lock(mu_);
   InsertLocked(slot, shard, lease);

@@ -9,8 +9,8 @@
 // central-directory fingerprint, once per mtime. A mismatch fails with EIO and the refresh advice.
 //
 // Thread-safety: Get() is safe for concurrent use. The hit path is one mutex-protected list
-// splice plus a shared_ptr copy; opening and fingerprinting run outside the pool mutex, under a
-// per-shard mutex so one shard is never opened twice at once.
+// splice plus a shared_ptr copy; opening and fingerprinting run outside the pool mutex, under one
+// of 64 opening mutexes (by shard id) so one shard is never opened twice at once.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/catalog.h"
@@ -63,7 +64,15 @@ class ShardPool {
 
  private:
   struct Slot;
-  Status Validate(Slot& slot, uint32_t shard, const FileShardSource& src);
+  // The last file state the fingerprint check accepted or refused for a shard whose mtime is not
+  // the catalog's, so a shard that keeps failing is not re-fingerprinted on every read.
+  struct Verdict {
+    uint64_t size = 0;
+    int64_t mtime_ns = 0;
+    Status status;
+  };
+  static constexpr size_t kOpenLocks = 64;
+  Status Validate(uint32_t shard, const FileShardSource& src);
   void InsertLocked(Slot& slot, uint32_t shard, ShardLease src);
 
   const std::vector<ShardInfo>& shards_;
@@ -73,6 +82,10 @@ class ShardPool {
   std::string refresh_hint_;
   ShardOpener opener_;  // empty: open file_paths_ and validate against shards_
   std::unique_ptr<Slot[]> slots_;
+  // Opening shard i holds open_mu_[i % kOpenLocks]: a shard is never opened twice at once.
+  std::mutex open_mu_[kOpenLocks];
+  std::mutex verdicts_mu_;
+  std::unordered_map<uint32_t, Verdict> verdicts_;
 
   mutable std::mutex mu_;  // guards every Slot::src and lru position, lru_, open_
   std::list<uint32_t> lru_;  // open shards, most recently used first
