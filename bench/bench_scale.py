@@ -10,7 +10,8 @@ the number of shards.
 A large set on one machine: --scale-members (10,000,000) 16-byte members in
 --scale-member-shards (100,000) shards, written the same way (directories of 1,000). Measured:
 `mkpack catalog` building its catalog afresh, the catalog's bytes per member, then a local mount
-cold (page cache dropped): first `stat` and the daemon's RSS then, 10,000 `stat`s of random
+cold (page cache dropped): first `stat` and the daemon's RSS then (VmHWM, and RssAnon: its own
+memory without the mapped catalog pages, which are page cache), 10,000 `stat`s of random
 paths (one thread), `find MNT | wc -l`, peak RSS; and the same mount under `ulimit -n 1024`
 (first stat, the random stats, and a read of one member in each of 2,000 random shards).
 
@@ -132,6 +133,19 @@ def bench_scale(args, work, ds, rows):
     local_large(args, work, ds, rows)
 
 
+def rss_anon_mib(pid):
+    """The daemon's anonymous resident memory now (its own; mapped catalog pages are page
+    cache, counted in RssFile), MiB."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
 def stat_rate(mnt, paths):
     """(stats per second, failures) of os.stat over `paths` in one thread."""
     failed = 0
@@ -193,6 +207,8 @@ def local_large(args, work, ds, rows):
                     time.sleep(0.002)
                 first = time.perf_counter() - t0
                 rss_first = (vm_hwm_kib(p.pid) or 0) / 1024
+                row[f"rss_anon_first_mib{'' if limit is None else f'_nofile{limit}'}"] = \
+                    rss_anon_mib(p.pid)
                 rate, failed = stat_rate(mnt, probe_paths)
                 if failed:
                     raise Broken(f"scale: {failed} of {len(probe_paths)} stats failed")
@@ -207,7 +223,8 @@ def local_large(args, work, ds, rows):
                     if found != want:
                         raise Broken(f"scale: find listed {found} entries, not {want}")
                     row.update(find_s=time.perf_counter() - t1,
-                               rss_peak_mib=(vm_hwm_kib(p.pid) or 0) / 1024)
+                               rss_peak_mib=(vm_hwm_kib(p.pid) or 0) / 1024,
+                               rss_anon_mib=rss_anon_mib(p.pid))
                 else:
                     t1 = time.perf_counter()
                     for q in read_paths:

@@ -478,10 +478,12 @@ def _scale_local(rs, L):
           f"| catalog size | {r0['catalog_bytes'] / 1e6:.0f} MB, "
           f"{r0['bytes_per_member']:.1f} bytes per member |",
           f"| first `stat` | {f('first_stat_s', '{:.3f}')} s |",
-          f"| daemon RSS at first stat | {f('rss_first_mib', '{:.1f}')} MiB |",
+          f"| daemon RSS at first stat (VmHWM; anonymous) | {f('rss_first_mib', '{:.1f}')} MiB; "
+          f"{f('rss_anon_first_mib', '{:.1f}')} MiB |",
           f"| random `stat`s | {f('stats_per_s', '{:,.0f}')} per s |",
           f"| `find MNT \\| wc -l` | {f('find_s', '{:.1f}')} s, peak RSS "
-          f"{f('rss_peak_mib', '{:.1f}')} MiB |",
+          f"{f('rss_peak_mib', '{:.1f}')} MiB (anonymous after it: "
+          f"{f('rss_anon_mib', '{:.1f}')} MiB) |",
           f"| under `ulimit -n 1024`: first stat, RSS | {f('first_stat_s_nofile1024', '{:.3f}')} s, "
           f"{f('rss_first_mib_nofile1024', '{:.1f}')} MiB |",
           f"| under `ulimit -n 1024`: random stats, reads across shards | "
