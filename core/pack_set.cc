@@ -24,20 +24,17 @@ namespace packfs {
 
 struct PackSet::Impl {
   // `shards` is the catalog's, which the PackSet keeps for as long as this.
-  Impl(const std::vector<ShardInfo>& shards, std::vector<std::string> files,
-       std::vector<std::string> refs, size_t max_open, std::string hint, uint64_t max_id,
-       ShardOpener opener = nullptr)
-      : ref_paths(std::move(refs)),
-        file_paths(std::move(files)),
+  Impl(const std::vector<ShardInfo>& shards, ShardPaths shard_paths, size_t max_open,
+       std::string hint, uint64_t max_id, ShardOpener opener = nullptr)
+      : paths(std::move(shard_paths)),
         refresh_hint(hint),
-        pool(shards, file_paths, ref_paths, max_open, std::move(hint), std::move(opener)),
+        pool(shards, paths, max_open, std::move(hint), std::move(opener)),
         checked_words(max_id / 64 + 1),
         checked(new std::atomic<uint64_t>[checked_words]) {
     for (size_t i = 0; i < checked_words; ++i) checked[i].store(0, std::memory_order_relaxed);
   }
 
-  std::vector<std::string> ref_paths;
-  std::vector<std::string> file_paths;
+  ShardPaths paths;
   std::string refresh_hint;
   ShardPool pool;
   // One bit per node id: its local header was checked. Lock-free so the read path never waits;
@@ -221,16 +218,11 @@ Result<std::unique_ptr<PackSet>> PackSet::Open(const std::string& dir_in,
   }
   for (const auto& p : ps->catalog_->problems()) ps->warnings_.push_back(p);
 
-  std::vector<std::string> files, refs;
-  files.reserve(ps->catalog_->shards().size());
-  refs.reserve(ps->catalog_->shards().size());
-  for (const ShardInfo& s : ps->catalog_->shards()) {
-    files.push_back(dir + "/" + s.name);
-    refs.push_back(prefix + "/" + s.name);
-  }
   const CatalogTotals& t = ps->catalog_->totals();
+  ShardPaths paths(
+      ps->catalog_->shards(), [dir](const std::string& name) { return dir + "/" + name; }, prefix);
   ps->impl_ = std::make_unique<Impl>(
-      ps->catalog_->shards(), std::move(files), std::move(refs),
+      ps->catalog_->shards(), std::move(paths),
       opts.max_open_shards ? opts.max_open_shards : DefaultMaxOpenShards(), refresh,
       t.files + t.directories);
   return ps;
@@ -269,33 +261,30 @@ Result<std::unique_ptr<PackSet>> PackSet::FromSources(std::string label, const C
   PACKFS_ASSIGN_OR_RETURN(ps->catalog_, Catalog::FromData(data));
   for (const auto& p : ps->catalog_->problems()) ps->warnings_.push_back(p);
   const CatalogTotals& t = ps->catalog_->totals();
-  ps->impl_ = std::make_unique<Impl>(ps->catalog_->shards(), std::move(file_paths),
-                                     std::move(ref_paths), DefaultMaxOpenShards(),
-                                     "remount to see the current files", t.files + t.directories,
-                                     std::move(opener));
+  ps->impl_ = std::make_unique<Impl>(ps->catalog_->shards(),
+                                     ShardPaths(std::move(file_paths), std::move(ref_paths)),
+                                     DefaultMaxOpenShards(), "remount to see the current files",
+                                     t.files + t.directories, std::move(opener));
   return ps;
 }
 
 Result<std::unique_ptr<PackSet>> PackSet::FromCatalog(std::string label,
                                                      std::unique_ptr<Catalog> catalog,
-                                                     std::vector<std::string> file_paths,
-                                                     std::vector<std::string> ref_paths,
-                                                     ShardOpener opener,
+                                                     std::function<std::string(const std::string&)> file_of,
+                                                     std::string ref_prefix, ShardOpener opener,
                                                      std::string refresh_hint) {
-  if (catalog == nullptr || file_paths.size() != catalog->shards().size() ||
-      ref_paths.size() != catalog->shards().size() || !opener) {
-    return Status::InvalidArgument(
-        "PackSet::FromCatalog: needs a catalog, an opener and one file and ref path per shard");
+  if (catalog == nullptr || !file_of || !opener) {
+    return Status::InvalidArgument("PackSet::FromCatalog: needs a catalog, file_of and an opener");
   }
   std::unique_ptr<PackSet> ps(new PackSet());
   ps->dir_ = std::move(label);
   ps->catalog_ = std::move(catalog);
   for (const auto& p : ps->catalog_->problems()) ps->warnings_.push_back(p);
   const CatalogTotals& t = ps->catalog_->totals();
-  ps->impl_ = std::make_unique<Impl>(ps->catalog_->shards(), std::move(file_paths),
-                                     std::move(ref_paths), DefaultMaxOpenShards(),
-                                     std::move(refresh_hint), t.files + t.directories,
-                                     std::move(opener));
+  ShardPaths paths(ps->catalog_->shards(), std::move(file_of), std::move(ref_prefix));
+  ps->impl_ = std::make_unique<Impl>(ps->catalog_->shards(), std::move(paths),
+                                     DefaultMaxOpenShards(), std::move(refresh_hint),
+                                     t.files + t.directories, std::move(opener));
   return ps;
 }
 
@@ -346,11 +335,11 @@ std::shared_ptr<const ShardSource> PackSet::MemberSource(const std::string& key,
 }
 
 std::string PackSet::ShardRefPath(uint32_t shard) const {
-  return shard < impl_->ref_paths.size() ? impl_->ref_paths[shard] : std::string();
+  return impl_->paths.Ref(shard);
 }
 
 std::string PackSet::ShardFilePath(uint32_t shard) const {
-  return shard < impl_->file_paths.size() ? impl_->file_paths[shard] : std::string();
+  return impl_->paths.File(shard);
 }
 
 std::string PackSet::Ref(const std::string& key, const Node& file) const {

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -66,15 +67,13 @@ class PackSet {
 
   // A zip/tar set whose shards are not files of a local directory (remote objects): `catalog`
   // describes them, shard i is opened through `opener` (which validates what it opens) and named
-  // `file_paths[i]` (e.g. its URL) / `ref_paths[i]` ("media/pack-0000.zip"). Unlike FromSources,
-  // members keep their once-per-member local header check. `label` names the set in messages;
-  // `refresh_hint` ends messages about a changed shard.
-  static Result<std::unique_ptr<PackSet>> FromCatalog(std::string label,
-                                                      std::unique_ptr<Catalog> catalog,
-                                                      std::vector<std::string> file_paths,
-                                                      std::vector<std::string> ref_paths,
-                                                      ShardOpener opener,
-                                                      std::string refresh_hint);
+  // `file_of(name)` (e.g. its URL) / `ref_prefix + "/" + name` ("media/pack-0000.zip"), made
+  // when needed. Unlike FromSources, members keep their once-per-member local header check.
+  // `label` names the set in messages; `refresh_hint` ends messages about a changed shard.
+  static Result<std::unique_ptr<PackSet>> FromCatalog(
+      std::string label, std::unique_ptr<Catalog> catalog,
+      std::function<std::string(const std::string& name)> file_of, std::string ref_prefix,
+      ShardOpener opener, std::string refresh_hint);
 
   // The bytes of file `file` as a source of their own (offset 0 = its first data byte; name =
   // `key`). Reads go through this set's pool and once-per-member header check; the set must

@@ -25,14 +25,6 @@
 namespace packfs {
 namespace {
 
-// What a pack set at `location` needs from its shards: URLs and reference paths, and (listed
-// without a catalog) the ETag every read must still find.
-struct RemoteShards {
-  std::vector<std::string> urls;
-  std::vector<std::string> refs;
-  std::vector<std::string> etags;
-};
-
 // Fetches the catalog into the cache and opens it. NotFound when the location has none.
 Result<std::unique_ptr<Catalog>> FetchCatalog(const RemoteStore& store,
                                               const std::string& location,
@@ -50,28 +42,22 @@ Result<std::unique_ptr<Catalog>> FetchCatalog(const RemoteStore& store,
   return cat;
 }
 
-// Where the shards a catalog lists are, with no request: each shard's identity is checked by its
-// first GET (see RemoteShardSource::FromCatalog), so mounting costs the same for 10 shards or
-// 100,000.
-Result<RemoteShards> LocateShards(const RemoteStore& store, const Catalog& cat,
-                                  const std::string& base, const std::string& location) {
-  const auto& shards = cat.shards();
-  RemoteShards out;
-  out.urls.reserve(shards.size());
-  out.refs.reserve(shards.size());
-  for (const ShardInfo& s : shards) {
+// Checks that every shard the catalog lists has a URL under the location, with no request: each
+// shard's identity is checked by its first GET (see RemoteShardSource::FromCatalog), so mounting
+// costs the same for 10 shards or 100,000. URLs are made again when a shard is opened, not kept.
+Status CheckShardNames(const RemoteStore& store, const Catalog& cat, const std::string& location) {
+  for (const ShardInfo& s : cat.shards()) {
     Result<std::string> url = store.UrlOf(s.name);
     if (!url.ok()) return url.status().WithPrefix("catalog of " + location + " lists shard " + s.name);
-    out.urls.push_back(std::move(url).value());
-    out.refs.push_back(base + "/" + s.name);
   }
-  return out;
+  return Status::OK();
 }
 
-// Lists the pack-*.zip objects under an s3:// location and indexes them over ranged reads.
+// Lists the pack-*.zip objects under an s3:// location and indexes them over ranged reads;
+// `etags` gets each shard's ETag from the listing.
 Result<std::unique_ptr<Catalog>> ListAndIndex(const RemoteStore& store, const std::string& base,
                                               const std::string& location, int threads,
-                                              RemoteShards* out) {
+                                              std::vector<std::string>* etags) {
   const Url& url = store.location();
   std::string prefix = url.path;
   if (!prefix.empty() && prefix.back() != '/') prefix += '/';
@@ -90,16 +76,12 @@ Result<std::unique_ptr<Catalog>> ListAndIndex(const RemoteStore& store, const st
             [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<ShardContent> contents(found.size());
   std::vector<Status> errors(found.size());
-  out->urls.resize(found.size());
-  out->refs.resize(found.size());
-  out->etags.resize(found.size());
+  etags->resize(found.size());
   ParallelFor(found.size(), threads, [&](size_t i) {
     const S3Object& o = found[i].second;
     const std::string name = o.key.substr(prefix.size());
-    out->refs[i] = base + "/" + name;
-    std::unique_ptr<RemoteShardSource> src = store.s3()->SourceFor(url.host, o, out->refs[i]);
-    out->urls[i] = src->url();
-    out->etags[i] = src->etag();
+    std::unique_ptr<RemoteShardSource> src = store.s3()->SourceFor(url.host, o, base + "/" + name);
+    (*etags)[i] = src->etag();
     Result<ZipIndex> index = IndexShard(*src, name);
     if (!index.ok()) {
       errors[i] = index.status();
@@ -156,22 +138,23 @@ Result<std::unique_ptr<PackSet>> OpenRemotePackSet(const std::string& location_i
                                                    const RemoteOptions& options) {
   std::string location = location_in;
   while (location.size() > 1 && location.back() == '/') location.pop_back();
-  PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<RemoteStore> store,
+  PACKFS_ASSIGN_OR_RETURN(std::shared_ptr<RemoteStore> store,
                           RemoteStore::Create(location, options.s3, options.http));
   location = store->location().ToString();
   const std::string base = RemoteSetBaseName(store->location());
   const int threads = options.open_threads > 0 ? options.open_threads : 16;
 
-  RemoteShards shards;
+  std::vector<std::string> etags;  // listed without a catalog: from the listing
   std::unique_ptr<Catalog> catalog;
   std::string hint;
   Result<std::unique_ptr<Catalog>> fetched = FetchCatalog(*store, location, options);
   if (fetched.ok()) {
     catalog = std::move(fetched).value();
-    PACKFS_ASSIGN_OR_RETURN(shards, LocateShards(*store, *catalog, base, location));
+    PACKFS_RETURN_IF_ERROR(CheckShardNames(*store, *catalog, location));
     // One request, whatever the number of shards: a server without ranges fails every read.
-    if (!shards.urls.empty()) {
-      PACKFS_RETURN_IF_ERROR(ProbeRangeSupport(*store->http(), shards.urls[0], {}));
+    if (!catalog->shards().empty()) {
+      PACKFS_ASSIGN_OR_RETURN(std::string url, store->UrlOf(catalog->shards()[0].name));
+      PACKFS_RETURN_IF_ERROR(ProbeRangeSupport(*store->http(), url, {}));
     }
     hint = "the pack set at " + location + " changed on the server; remount it (run `mkpack " +
            "catalog` there and upload the new " + kCatalogFileName + " if its shards changed)";
@@ -183,7 +166,7 @@ Result<std::unique_ptr<PackSet>> OpenRemotePackSet(const std::string& location_i
         "catalog beside the shards (an HTTP server cannot list them); run `mkpack catalog DIR` " +
         "on the pack directory and publish " + kCatalogFileName + " with the shards");
   } else {
-    PACKFS_ASSIGN_OR_RETURN(catalog, ListAndIndex(*store, base, location, threads, &shards));
+    PACKFS_ASSIGN_OR_RETURN(catalog, ListAndIndex(*store, base, location, threads, &etags));
     hint = "the pack set at " + location + " changed on the server; remount it";
   }
 
@@ -195,9 +178,9 @@ Result<std::unique_ptr<PackSet>> OpenRemotePackSet(const std::string& location_i
   // Listed (S3 without a catalog): size and ETag are known. From a catalog: its size and
   // fingerprint, and the ETag the shard's first GET finds, kept for the mount in `pins`.
   ShardOpener opener;
-  if (!shards.etags.empty()) {
+  if (!etags.empty()) {
     opener = [client, reader,
-              etags = std::move(shards.etags)](const ShardToOpen& shard) -> Result<ShardLease> {
+              etags = std::move(etags)](const ShardToOpen& shard) -> Result<ShardLease> {
       return ShardLease(RemoteShardSource::FromKnown(client, shard.path, shard.ref,
                                                      shard.info.size, etags[shard.id], reader));
     };
@@ -209,8 +192,13 @@ Result<std::unique_ptr<PackSet>> OpenRemotePackSet(const std::string& location_i
                                                        pins, shard.id, reader));
     };
   }
-  return PackSet::FromCatalog(location, std::move(catalog), std::move(shards.urls),
-                              std::move(shards.refs), std::move(opener), std::move(hint));
+  // Names were checked above; a URL is made when its shard is opened.
+  auto url_of = [store](const std::string& name) {
+    Result<std::string> url = store->UrlOf(name);
+    return url.ok() ? *url : std::string();
+  };
+  return PackSet::FromCatalog(location, std::move(catalog), std::move(url_of), base,
+                              std::move(opener), std::move(hint));
 }
 
 }  // namespace packfs

@@ -26,13 +26,20 @@ size_t DefaultMaxOpenShards() {
   return static_cast<size_t>(std::max<uint64_t>(n, 4));
 }
 
-ShardPool::ShardPool(const std::vector<ShardInfo>& shards,
-                     const std::vector<std::string>& file_paths,
-                     const std::vector<std::string>& ref_paths, size_t max_open,
-                     std::string refresh_hint, ShardOpener opener)
+std::string ShardPaths::File(uint32_t shard) const {
+  if (shard >= size()) return std::string();
+  return shards_ != nullptr ? file_of_((*shards_)[shard].name) : files_[shard];
+}
+
+std::string ShardPaths::Ref(uint32_t shard) const {
+  if (shard >= size()) return std::string();
+  return shards_ != nullptr ? ref_prefix_ + "/" + (*shards_)[shard].name : refs_[shard];
+}
+
+ShardPool::ShardPool(const std::vector<ShardInfo>& shards, const ShardPaths& paths,
+                     size_t max_open, std::string refresh_hint, ShardOpener opener)
     : shards_(shards),
-      file_paths_(file_paths),
-      ref_paths_(ref_paths),
+      paths_(paths),
       max_open_(std::max<size_t>(max_open, 1)),
       refresh_hint_(std::move(refresh_hint)),
       opener_(std::move(opener)),
@@ -48,7 +55,7 @@ size_t ShardPool::open_count() const {
 Status ShardPool::Validate(uint32_t shard, const FileShardSource& src) {
   const ShardInfo& want = shards_[shard];
   const FileStat& st = src.stat();
-  const std::string& name = ref_paths_[shard];
+  const std::string name = paths_.Ref(shard);
   if (st.size != want.size) {
     return Status::Stale(name + " changed since the catalog was built (size is " +
                          std::to_string(st.size) + " bytes, the catalog says " +
@@ -120,15 +127,15 @@ Result<ShardLease> ShardPool::Get(uint32_t shard) {
     }
   }
   if (opener_) {
-    Result<ShardLease> opened =
-        opener_(ShardToOpen{shard, shards_[shard], file_paths_[shard], ref_paths_[shard]});
+    const std::string path = paths_.File(shard), ref = paths_.Ref(shard);
+    Result<ShardLease> opened = opener_(ShardToOpen{shard, shards_[shard], path, ref});
     if (!opened.ok()) return opened.status();
     std::lock_guard<std::mutex> lock(mu_);
     InsertLocked(slot, shard, *opened);
     return std::move(opened).value();
   }
   Result<std::unique_ptr<FileShardSource>> file =
-      FileShardSource::Open(file_paths_[shard], ref_paths_[shard]);
+      FileShardSource::Open(paths_.File(shard), paths_.Ref(shard));
   if (!file.ok()) {
     // A shard the catalog lists but that cannot be opened is a changed pack set: EIO, not the
     // ENOENT/EACCES a FUSE reply would otherwise pass to the reader of a listed file.

@@ -28,6 +28,32 @@
 
 namespace packfs {
 
+// Where each shard of a set is (a file path or a URL) and what messages call it
+// ("media/pack-0003.zip"): explicit lists (loose files, synthesized sources), or made from the
+// catalog's shard names when asked (a pack directory, a remote set), so that a set of 100,000
+// shards keeps no string per shard. Immutable; thread-safe.
+class ShardPaths {
+ public:
+  ShardPaths(std::vector<std::string> files, std::vector<std::string> refs)
+      : files_(std::move(files)), refs_(std::move(refs)) {}
+  // `shards` (the catalog's, which must outlive this) named by `file_of(name)` and
+  // `ref_prefix + "/" + name`.
+  ShardPaths(const std::vector<ShardInfo>& shards,
+             std::function<std::string(const std::string& name)> file_of, std::string ref_prefix)
+      : shards_(&shards), file_of_(std::move(file_of)), ref_prefix_(std::move(ref_prefix)) {}
+
+  size_t size() const { return shards_ != nullptr ? shards_->size() : files_.size(); }
+  // Empty for an id out of range.
+  std::string File(uint32_t shard) const;
+  std::string Ref(uint32_t shard) const;
+
+ private:
+  std::vector<std::string> files_, refs_;
+  const std::vector<ShardInfo>* shards_ = nullptr;
+  std::function<std::string(const std::string& name)> file_of_;
+  std::string ref_prefix_;
+};
+
 // A shard an opener is asked to open: its id, as the catalog describes it, where it is (a file
 // path or a URL) and what messages call it ("media/pack-0003.zip"). Valid during the call.
 struct ShardToOpen {
@@ -45,13 +71,12 @@ size_t DefaultMaxOpenShards();
 
 class ShardPool {
  public:
-  // `shards` describes what the catalog expects; `file_paths[i]` opens shard i and
-  // `ref_paths[i]` names it in messages; `refresh_hint` ends stale messages
-  // ("run `mkpack catalog media` to refresh it"). The three vectors are the caller's (a set of
-  // 100,000 shards keeps one copy of each) and must outlive the pool.
-  ShardPool(const std::vector<ShardInfo>& shards, const std::vector<std::string>& file_paths,
-            const std::vector<std::string>& ref_paths, size_t max_open, std::string refresh_hint,
-            ShardOpener opener = nullptr);
+  // `shards` describes what the catalog expects; `paths.File(i)` opens shard i and
+  // `paths.Ref(i)` names it in messages; `refresh_hint` ends stale messages
+  // ("run `mkpack catalog media` to refresh it"). Both are the caller's and must outlive the
+  // pool.
+  ShardPool(const std::vector<ShardInfo>& shards, const ShardPaths& paths, size_t max_open,
+            std::string refresh_hint, ShardOpener opener = nullptr);
   ~ShardPool();
   ShardPool(const ShardPool&) = delete;
   ShardPool& operator=(const ShardPool&) = delete;
@@ -76,11 +101,10 @@ class ShardPool {
   void InsertLocked(Slot& slot, uint32_t shard, ShardLease src);
 
   const std::vector<ShardInfo>& shards_;
-  const std::vector<std::string>& file_paths_;
-  const std::vector<std::string>& ref_paths_;
+  const ShardPaths& paths_;
   size_t max_open_;
   std::string refresh_hint_;
-  ShardOpener opener_;  // empty: open file_paths_ and validate against shards_
+  ShardOpener opener_;  // empty: open paths_.File(i) and validate against shards_
   std::unique_ptr<Slot[]> slots_;
   // Opening shard i holds open_mu_[i % kOpenLocks]: a shard is never opened twice at once.
   std::mutex open_mu_[kOpenLocks];
