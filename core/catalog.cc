@@ -206,9 +206,14 @@ Status Catalog::LoadHeader() {
     PACKFS_ASSIGN_OR_RETURN(sql::Stmt ps, db.Prepare("PRAGMA page_size"));
     PACKFS_ASSIGN_OR_RETURN(bool r2, ps.Step());
     struct stat st;
-    if (!r1 || !r2 || ::stat(path_.c_str(), &st) != 0 ||
-        static_cast<uint64_t>(st.st_size) <
-            static_cast<uint64_t>(pc.Int(0)) * static_cast<uint64_t>(ps.Int(0))) {
+    uint64_t size = 0;
+    if (uri_size_) {
+      size = *uri_size_;
+    } else if (::stat(path_.c_str(), &st) == 0) {
+      size = static_cast<uint64_t>(st.st_size);
+    }
+    if (!r1 || !r2 ||
+        size < static_cast<uint64_t>(pc.Int(0)) * static_cast<uint64_t>(ps.Int(0))) {
       return Status::Corruption("the file is shorter than its header says (truncated copy?)");
     }
   }
@@ -237,6 +242,21 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) {
     std::string detail = st2.message();
     if (detail.rfind(path + ": ", 0) == 0) detail = detail.substr(path.size() + 2);
     return NotACatalog(path, detail);
+  }
+  return cat;
+}
+
+Result<std::unique_ptr<Catalog>> Catalog::OpenUri(std::string uri, std::string label,
+                                                  uint64_t size) {
+  std::unique_ptr<Catalog> cat(new Catalog());
+  cat->path_ = std::move(label);
+  cat->uri_ = std::move(uri);
+  cat->uri_size_ = size;
+  Status st = cat->LoadHeader();
+  if (!st.ok()) {
+    if (st.code() == Code::kIOError) return st;
+    return Status::Corruption(cat->path_ + ": not a usable packfs catalog (" + st.message() +
+                              "); rebuild it with `mkpack catalog`");
   }
   return cat;
 }

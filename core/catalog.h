@@ -107,6 +107,10 @@ class Catalog {
   // Opens an existing catalog file read-only. Checks the schema version; a damaged or foreign
   // file fails with Corruption naming the path and suggesting `mkpack catalog DIR`.
   static Result<std::unique_ptr<Catalog>> Open(const std::string& path);
+  // Opens a catalog that SQLite reaches through `uri` (a VFS of its own, e.g. RemoteDb's) and
+  // whose file is `size` bytes; `label` names it in messages. The same checks as Open.
+  static Result<std::unique_ptr<Catalog>> OpenUri(std::string uri, std::string label,
+                                                  uint64_t size);
   // A catalog served from an in-memory SQLite database (no file), e.g. for --catalog none.
   static Result<std::unique_ptr<Catalog>> FromData(const CatalogData& data);
 
@@ -151,6 +155,7 @@ class Catalog {
   std::string path_;  // for messages ("<memory>" for FromData)
   std::string uri_;   // what each pooled connection opens
   bool uri_is_memdb_ = false;
+  std::optional<uint64_t> uri_size_;  // OpenUri: the file's size, for the truncation check
   std::string catalog_id_;  // meta 'catalog_id': detects a file replaced while open
   std::vector<ShardInfo> shards_;
   CatalogTotals totals_;

@@ -133,6 +133,7 @@ const std::string& RemoteShardSource::name() const { return object_->name(); }
 uint64_t RemoteShardSource::size() const { return object_->size(); }
 const std::string& RemoteShardSource::url() const { return object_->url(); }
 const std::string& RemoteShardSource::etag() const { return object_->etag(); }
+std::shared_ptr<const RangeFetcher> RemoteShardSource::fetcher() const { return object_; }
 
 Result<size_t> RemoteShardSource::ReadAt(uint64_t offset, std::span<uint8_t> buf) const {
   return ReadMemberAt(0, 0, offset, buf);

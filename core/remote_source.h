@@ -73,6 +73,8 @@ class RemoteShardSource final : public ShardSource {
   const std::string& url() const;
   // The ETag known at construction (empty for FromCatalog: see EtagPins).
   const std::string& etag() const;
+  // The object version this source reads, as RemoteReader fetches it (e.g. for RemoteDb).
+  std::shared_ptr<const RangeFetcher> fetcher() const;
 
  private:
   class Object;
