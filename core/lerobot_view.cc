@@ -303,7 +303,8 @@ Result<std::unique_ptr<PackSet>> OpenLeRobotView(const PackSet& dataset, LeRobot
   auto jsonl = std::make_shared<const MemoryShardSource>(
       "meta/episodes.jsonl",
       std::vector<uint8_t>(plan.episodes_jsonl.begin(), plan.episodes_jsonl.end()));
-  ShardOpener opener = [opener_impl, videos, jsonl](const ShardToOpen& shard) -> Result<ShardLease> {
+  ShardOpener opener = [opener_impl, videos,
+                        jsonl](const ShardToOpen& shard) -> Result<ShardLease> {
     if (shard.id < videos->size()) return opener_impl->Open((*videos)[shard.id]);
     return ShardLease(jsonl);
   };

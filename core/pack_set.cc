@@ -135,8 +135,9 @@ std::string StaleReason(const Catalog& cat, const std::string& dir,
     verdict[i] = rc != 0 ? 1 : static_cast<uint64_t>(st.st_size) != shards[i].size ? 2 : 0;
   });
   for (size_t i = 0; i < shards.size(); ++i) {
-    if (verdict[i] == 1) reasons.push_back(prefix + "/" + shards[i].name + " was removed since it was built");
-    if (verdict[i] == 2) reasons.push_back(prefix + "/" + shards[i].name + " changed since it was built");
+    const std::string ref = prefix + "/" + shards[i].name;
+    if (verdict[i] == 1) reasons.push_back(ref + " was removed since it was built");
+    if (verdict[i] == 2) reasons.push_back(ref + " changed since it was built");
   }
   if (reasons.empty()) return "";
   std::string r = reasons[0];
@@ -268,11 +269,10 @@ Result<std::unique_ptr<PackSet>> PackSet::FromSources(std::string label, const C
   return ps;
 }
 
-Result<std::unique_ptr<PackSet>> PackSet::FromCatalog(std::string label,
-                                                     std::unique_ptr<Catalog> catalog,
-                                                     std::function<std::string(const std::string&)> file_of,
-                                                     std::string ref_prefix, ShardOpener opener,
-                                                     std::string refresh_hint) {
+Result<std::unique_ptr<PackSet>> PackSet::FromCatalog(
+    std::string label, std::unique_ptr<Catalog> catalog,
+    std::function<std::string(const std::string&)> file_of, std::string ref_prefix,
+    ShardOpener opener, std::string refresh_hint) {
   if (catalog == nullptr || !file_of || !opener) {
     return Status::InvalidArgument("PackSet::FromCatalog: needs a catalog, file_of and an opener");
   }

@@ -1,5 +1,6 @@
 // Remote pack sets: catalog fetch and cache, shard URLs (identities checked by each shard's
-// first GET), S3 listing and indexing over ranged reads, and the PackSet built from them (see remote_pack_set.h).
+// first GET), S3 listing and indexing over ranged reads, and the PackSet built from them (see
+// remote_pack_set.h).
 #include "core/remote_pack_set.h"
 
 #include <fcntl.h>
@@ -48,7 +49,9 @@ Result<std::unique_ptr<Catalog>> FetchCatalog(const RemoteStore& store,
 Status CheckShardNames(const RemoteStore& store, const Catalog& cat, const std::string& location) {
   for (const ShardInfo& s : cat.shards()) {
     Result<std::string> url = store.UrlOf(s.name);
-    if (!url.ok()) return url.status().WithPrefix("catalog of " + location + " lists shard " + s.name);
+    if (!url.ok()) {
+      return url.status().WithPrefix("catalog of " + location + " lists shard " + s.name);
+    }
   }
   return Status::OK();
 }

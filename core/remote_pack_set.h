@@ -32,8 +32,8 @@ struct RemoteOptions {
   HttpOptions http;   // connections, retries, timeouts
   // Where fetched catalogs are kept; empty: DefaultRemoteCacheDir().
   std::string cache_dir;
-  // Requests run at once while indexing shards (ranged reads) at open, for an s3:// set without a catalog;
-  // further bounded by http.max_connections. 0: 16.
+  // Requests run at once while indexing shards (ranged reads) at open, for an s3:// set without
+  // a catalog; further bounded by http.max_connections. 0: 16.
   int open_threads = 0;
   // A catalog object larger than this is refused (it is downloaded whole).
   size_t max_catalog_bytes = size_t{4} << 30;

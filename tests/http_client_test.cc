@@ -206,7 +206,8 @@ TEST_F(NginxTest, RangeAnswerCarriesEtagAndSizeAndIfMatchRefusesOtherVersions) {
   auto refused = client->GetRange(Url("data.bin"), 10, buf, "\"5f0-other\"");
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), Code::kStale) << refused.status().ToString();
-  EXPECT_NE(refused.status().message().find("412"), std::string::npos) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("412"), std::string::npos)
+      << refused.status().ToString();
 }
 
 // A shard described by a catalog costs no request until read; its first GET checks the size.
