@@ -22,6 +22,7 @@ import random
 import shutil
 import subprocess
 import time
+from contextlib import contextmanager
 
 from bench_remote import Servers
 from common import Broken, drop_caches, unmount
@@ -61,14 +62,14 @@ def ensure_shards_set(args, www, shards, ds, members=None):
     return d
 
 
-def mount_once(cmd, mnt, proxy, budget):
-    """Starts a foreground packfs, waits for a stat of PROBE; the time, the proxy's requests
-    and response bytes until then, and the daemon's peak RSS."""
+@contextmanager
+def started(cmd, mnt, budget):
+    """Runs `cmd` (a foreground packfs ending with MNT) until a stat of PROBE answers; yields
+    (its process, the seconds that took), then unmounts and reaps it."""
     unmount(mnt)
     os.makedirs(mnt, exist_ok=True)
-    before = proxy.counts()
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd + [mnt], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         while True:
             try:
@@ -82,21 +83,28 @@ def mount_once(cmd, mnt, proxy, budget):
             if time.perf_counter() - t0 > budget:
                 raise Broken(f"scale: {' '.join(cmd)}: no stat answer in {budget:.0f} s")
             time.sleep(0.002)
-        first = time.perf_counter() - t0
+        yield p, time.perf_counter() - t0
+    finally:
+        unmount(mnt)
+        try:
+            p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def mount_once(cmd, mnt, proxy, budget):
+    """The time to the first stat, the proxy's requests and response bytes until then, and the
+    daemon's peak RSS."""
+    before = proxy.counts()
+    with started(cmd + [mnt], mnt, budget) as (p, first):
         after = proxy.counts()
         rss = vm_hwm_kib(p.pid)
         entries = int(subprocess.run(f"ls '{mnt}/d0000' | wc -l", shell=True, check=True,
                                      capture_output=True, text=True).stdout)
-        return {"first_stat_s": first, "requests": after["chunks"] - before["chunks"],
-                "response_bytes": after["response_bytes"] - before["response_bytes"],
-                "rss_mib": rss / 1024 if rss else None, "d0000_entries": entries}
-    finally:
-        unmount(mnt)
-        try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+    return {"first_stat_s": first, "requests": after["chunks"] - before["chunks"],
+            "response_bytes": after["response_bytes"] - before["response_bytes"],
+            "rss_mib": rss / 1024 if rss else None, "d0000_entries": entries}
 
 
 def bench_scale(args, work, ds, rows):
@@ -185,34 +193,16 @@ def local_large(args, work, ds, rows):
         print(f"scale r{r} {members} members in {shards} shards: mkpack catalog {build_s:.1f} s, "
               f"{size / members:.1f} bytes per member", flush=True)
         for limit in (None, 1024):
-            unmount(mnt)
-            os.makedirs(mnt, exist_ok=True)
             drop_caches()
             cmd = ([] if limit is None else ["prlimit", f"--nofile={limit}:{limit}"]) + \
                 [packfs, "-f", media, mnt]
-            t0 = time.perf_counter()
-            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            try:
-                while True:
-                    try:
-                        os.stat(os.path.join(mnt, PROBE))
-                        break
-                    except OSError:
-                        pass
-                    if p.poll() is not None:
-                        raise Broken("scale: " + " ".join(cmd) + " failed: " +
-                                     p.stderr.read().decode(errors="replace").strip())
-                    if time.perf_counter() - t0 > args.mount_budget:
-                        raise Broken(f"scale: {' '.join(cmd)}: no stat in {args.mount_budget} s")
-                    time.sleep(0.002)
-                first = time.perf_counter() - t0
+            tag = "" if limit is None else f"_nofile{limit}"
+            with started(cmd, mnt, args.mount_budget) as (p, first):
                 rss_first = (vm_hwm_kib(p.pid) or 0) / 1024
-                row[f"rss_anon_first_mib{'' if limit is None else f'_nofile{limit}'}"] = \
-                    rss_anon_mib(p.pid)
+                row[f"rss_anon_first_mib{tag}"] = rss_anon_mib(p.pid)
                 rate, failed = stat_rate(mnt, probe_paths)
                 if failed:
                     raise Broken(f"scale: {failed} of {len(probe_paths)} stats failed")
-                tag = "" if limit is None else f"_nofile{limit}"
                 row.update({f"first_stat_s{tag}": first, f"rss_first_mib{tag}": rss_first,
                             f"stats_per_s{tag}": rate})
                 if limit is None:
@@ -239,11 +229,4 @@ def local_large(args, work, ds, rows):
                          if limit is None else
                          f", {row[f'reads_per_s{tag}']:.0f} reads/s over {len(read_paths)} shards"),
                       flush=True)
-            finally:
-                unmount(mnt)
-                try:
-                    p.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
         rows.append(row)
