@@ -32,7 +32,8 @@ class Catalog::Connection {
   // Statements are declared after db so they are finalized before it closes.
   sql::Db db;
   sql::Stmt get;
-  sql::Stmt lookup;
+  sql::Stmt lookup;  // schema 1: by the (parent, name) index; 2: the scan after a fence
+  sql::Stmt fence;   // schema 2: the last fence at or before a name
   sql::Stmt list;
 };
 
@@ -84,6 +85,14 @@ Catalog::~Catalog() {
   // Pooled connections first, the keeper (which holds a memdb alive) last.
   pool_.clear();
   keeper_.reset();
+  keep_alive_.reset();
+}
+
+Status Catalog::Explained(Status st) const {
+  if (st.ok() || !explain_ || st.code() != Code::kIOError) return st;
+  const std::string detail = explain_();
+  if (detail.empty()) return st;
+  return Status::IOError(st.message() + " (" + detail + ")", st.err());
 }
 
 Result<std::unique_ptr<Catalog::Connection>> Catalog::Connect() const {
@@ -91,12 +100,7 @@ Result<std::unique_ptr<Catalog::Connection>> Catalog::Connect() const {
   PACKFS_ASSIGN_OR_RETURN(sql::Db db, sql::Db::Open(uri_, flags, path_));
   auto conn = std::make_unique<Connection>(std::move(db));
   PACKFS_RETURN_IF_ERROR(conn->db.Exec(kReaderPragmas));
-  std::string cols = kNodeColumns;
-  PACKFS_ASSIGN_OR_RETURN(conn->get, conn->db.Prepare("SELECT " + cols + " FROM nodes WHERE id=?"));
-  PACKFS_ASSIGN_OR_RETURN(conn->lookup, conn->db.Prepare("SELECT " + cols +
-                                                         " FROM nodes WHERE parent=? AND name=?"));
-  PACKFS_ASSIGN_OR_RETURN(conn->list, conn->db.Prepare("SELECT " + cols +
-                                                       " FROM nodes WHERE id>=? AND id<? ORDER BY id"));
+  if (version_ != 0) PACKFS_RETURN_IF_ERROR(Prepare(*conn));
   if (!catalog_id_.empty()) {
     PACKFS_ASSIGN_OR_RETURN(sql::Stmt s,
                             conn->db.Prepare("SELECT value FROM meta WHERE key='catalog_id'"));
@@ -110,6 +114,25 @@ Result<std::unique_ptr<Catalog::Connection>> Catalog::Connect() const {
   return conn;
 }
 
+Status Catalog::Prepare(Connection& conn) const {
+  const std::string cols = kNodeColumns;
+  PACKFS_ASSIGN_OR_RETURN(conn.get, conn.db.Prepare("SELECT " + cols + " FROM nodes WHERE id=?"));
+  if (version_ == 1) {
+    PACKFS_ASSIGN_OR_RETURN(conn.lookup, conn.db.Prepare("SELECT " + cols +
+                                                         " FROM nodes WHERE parent=? AND name=?"));
+  } else {
+    PACKFS_ASSIGN_OR_RETURN(conn.fence,
+                            conn.db.Prepare("SELECT id FROM fences WHERE parent=?1 AND name<=?2 "
+                                            "ORDER BY name DESC LIMIT 1"));
+    PACKFS_ASSIGN_OR_RETURN(conn.lookup, conn.db.Prepare("SELECT " + cols +
+                                                         " FROM nodes WHERE id>=?1 AND id<?2 AND "
+                                                         "parent=?3 AND name=?4 LIMIT 1"));
+  }
+  PACKFS_ASSIGN_OR_RETURN(conn.list, conn.db.Prepare("SELECT " + cols +
+                                                     " FROM nodes WHERE id>=? AND id<? ORDER BY id"));
+  return Status::OK();
+}
+
 Result<Catalog::Lease> Catalog::Borrow() const {
   {
     std::lock_guard<std::mutex> lock(pool_mu_);
@@ -119,8 +142,15 @@ Result<Catalog::Lease> Catalog::Borrow() const {
       return Lease(this, std::move(c));
     }
   }
-  PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<Connection> c, Connect());
-  return Lease(this, std::move(c));
+  Result<std::unique_ptr<Connection>> c = Connect();
+  if (!c.ok()) return Explained(c.status());
+  return Lease(this, std::move(c).value());
+}
+
+Result<bool> Catalog::Step(sql::Stmt& s) const {
+  Result<bool> row = s.Step();
+  if (!row.ok()) return Explained(row.status());
+  return row;
 }
 
 Status Catalog::LoadHeader() {
@@ -140,10 +170,10 @@ Status Catalog::LoadHeader() {
     return it == meta.end() ? std::string() : it->second;
   };
   if (get("format") != "packfs-catalog") return Status::Corruption("meta has no packfs format");
-  if (get("schema_version") != std::to_string(kCatalogSchemaVersion)) {
-    return Status::Corruption("schema version '" + get("schema_version") +
-                              "', this packfs reads version " +
-                              std::to_string(kCatalogSchemaVersion));
+  const std::string version = get("schema_version");
+  if (version != "1" && version != "2") {
+    return Status::Corruption("schema version '" + version + "', this packfs reads versions 1 " +
+                              "and " + std::to_string(kCatalogSchemaVersion));
   }
   uint64_t nodes = 0;
   try {
@@ -151,9 +181,21 @@ Status Catalog::LoadHeader() {
     totals_.directories = std::stoull(get("directories"));
     totals_.bytes = std::stoull(get("bytes"));
     nodes = std::stoull(get("nodes"));
+    if (version == "2") {
+      codec_.data_offset_relative = true;
+      codec_.file_mode = static_cast<uint32_t>(std::stoul(get("file_mode")));
+      codec_.mtime_base = std::stoll(get("mtime_base"));
+      fence_stride_ = std::stoull(get("fence_stride"));
+    }
   } catch (const std::exception&) {
-    return Status::Corruption("meta totals are missing or not numbers");
+    return Status::Corruption("meta totals or codec are missing or not numbers");
   }
+  if (version == "2" && (fence_stride_ == 0 || fence_stride_ > 4096)) {
+    return Status::Corruption("meta fence_stride " + std::to_string(fence_stride_) +
+                              " is out of range");
+  }
+  version_ = version == "1" ? 1 : 2;
+  PACKFS_RETURN_IF_ERROR(Prepare(*lease.operator->()));
   if (nodes != totals_.files + totals_.directories || nodes == 0) {
     return Status::Corruption("meta node count disagrees with its totals");
   }
@@ -247,12 +289,16 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) {
 }
 
 Result<std::unique_ptr<Catalog>> Catalog::OpenUri(std::string uri, std::string label,
-                                                  uint64_t size) {
+                                                  uint64_t size,
+                                                  std::shared_ptr<const void> keep_alive,
+                                                  std::function<std::string()> explain) {
   std::unique_ptr<Catalog> cat(new Catalog());
   cat->path_ = std::move(label);
   cat->uri_ = std::move(uri);
   cat->uri_size_ = size;
-  Status st = cat->LoadHeader();
+  cat->keep_alive_ = std::move(keep_alive);
+  cat->explain_ = std::move(explain);
+  Status st = cat->Explained(cat->LoadHeader());
   if (!st.ok()) {
     if (st.code() == Code::kIOError) return st;
     return Status::Corruption(cat->path_ + ": not a usable packfs catalog (" + st.message() +
@@ -290,20 +336,36 @@ Result<std::optional<Node>> Catalog::Get(uint64_t id) const {
   sql::Stmt& s = lease->get;
   sql::ResetOnExit reset(s);
   s.BindInt(1, static_cast<int64_t>(id));
-  PACKFS_ASSIGN_OR_RETURN(bool row, s.Step());
+  PACKFS_ASSIGN_OR_RETURN(bool row, Step(s));
   if (!row) return std::optional<Node>();
-  return std::optional<Node>(ReadNode(s));
+  return std::optional<Node>(ReadNode(s, codec_));
 }
 
 Result<std::optional<Node>> Catalog::Lookup(uint64_t parent, std::string_view name) const {
   PACKFS_ASSIGN_OR_RETURN(Lease lease, Borrow());
   sql::Stmt& s = lease->lookup;
   sql::ResetOnExit reset(s);
-  s.BindInt(1, static_cast<int64_t>(parent));
-  s.BindText(2, name);
-  PACKFS_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (version_ == 1) {
+    s.BindInt(1, static_cast<int64_t>(parent));
+    s.BindText(2, name);
+  } else {
+    // The name, if present, is among the fence_stride_ children from the last fence at or
+    // before it (they have consecutive ids in name order).
+    sql::Stmt& f = lease->fence;
+    sql::ResetOnExit reset_fence(f);
+    f.BindInt(1, static_cast<int64_t>(parent));
+    f.BindText(2, name);
+    PACKFS_ASSIGN_OR_RETURN(bool fenced, Step(f));
+    if (!fenced) return std::optional<Node>();
+    const int64_t first = f.Int(0);
+    s.BindInt(1, first);
+    s.BindInt(2, first + static_cast<int64_t>(fence_stride_));
+    s.BindInt(3, static_cast<int64_t>(parent));
+    s.BindText(4, name);
+  }
+  PACKFS_ASSIGN_OR_RETURN(bool row, Step(s));
   if (!row) return std::optional<Node>();
-  return std::optional<Node>(ReadNode(s));
+  return std::optional<Node>(ReadNode(s, codec_));
 }
 
 Status Catalog::List(const Node& dir, uint64_t offset, size_t limit, std::vector<Node>* out) const {
@@ -328,8 +390,8 @@ Status Catalog::ForRange(uint64_t first, uint64_t end,
   s.BindInt(1, static_cast<int64_t>(first));
   s.BindInt(2, static_cast<int64_t>(end));
   while (true) {
-    PACKFS_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row || !fn(ReadNode(s))) break;
+    PACKFS_ASSIGN_OR_RETURN(bool row, Step(s));
+    if (!row || !fn(ReadNode(s, codec_))) break;
   }
   return Status::OK();
 }
@@ -403,9 +465,9 @@ Status Catalog::ForEachFile(
   std::unordered_map<uint64_t, std::string> dir_paths;
   dir_paths.emplace(kRootId, std::string());
   while (true) {
-    PACKFS_ASSIGN_OR_RETURN(bool row, s.Step());
+    PACKFS_ASSIGN_OR_RETURN(bool row, Step(s));
     if (!row) break;
-    Node n = ReadNode(s);
+    Node n = ReadNode(s, codec_);
     if (n.id == kRootId) continue;
     auto it = dir_paths.find(n.parent);
     if (it == dir_paths.end()) {

@@ -4,8 +4,12 @@
 //   meta(key TEXT PRIMARY KEY, value TEXT)
 //   shards(id INTEGER PRIMARY KEY, name TEXT UNIQUE, size, mtime_ns, fingerprint, member_count)
 //   nodes(id INTEGER PRIMARY KEY, parent, name, type, first_child, child_count,
-//         shard, local_header_offset, data_offset, size, crc32, mode, mtime) + UNIQUE(parent, name)
+//         shard, local_header_offset, data_offset, size, crc32, mode, mtime)
+//   fences(parent, name, id) WITHOUT ROWID  -- every 16th child of each directory, for lookups
 //   problems(shard, message)       -- members refused while indexing, reported at open
+// Numbers are stored compactly (data_offset relative to the local header, mode and mtime relative
+// to meta 'file_mode' and 'mtime_base'; see catalog_schema.h): about 45 bytes per member.
+// Version 1 (no fences, a full (parent, name) index, numbers as is) is still read.
 // Node ids are assigned breadth-first with the children of each directory in byte order of their
 // names, so a directory's children hold the consecutive ids [first_child, first_child+child_count):
 // listing is a primary-key range scan and a readdir offset is an index into that range. The root is
@@ -32,7 +36,7 @@
 
 namespace packfs {
 
-inline constexpr int kCatalogSchemaVersion = 1;
+inline constexpr int kCatalogSchemaVersion = 2;  // written; 1 and 2 are read
 inline constexpr const char* kCatalogFileName = ".packfs-catalog.sqlite";
 inline constexpr uint64_t kRootId = 1;
 
@@ -102,15 +106,35 @@ Result<CatalogData> BuildNodes(std::vector<ShardContent> shards);
 // Writes `data` to `path` atomically: a temporary file beside it, fsync, then rename.
 Status WriteCatalog(const std::string& path, const CatalogData& data);
 
+namespace sql {
+class Stmt;
+}  // namespace sql
+
+namespace catalog_internal {
+// Internal to the catalog (see catalog_schema.h). How a node's numbers are stored. Schema 2 keeps the common values small: data_offset less
+// local_header_offset (a few bytes past it), a file's mode XOR the set's most common file mode
+// (0 for most files: no bytes), mtime less the set's median mtime, crc32 as a signed 32-bit
+// value (at most 4 bytes). Schema 1 stored every number as is (the zero codec).
+struct NodeCodec {
+  bool data_offset_relative = false;
+  uint32_t file_mode = 0;  // meta 'file_mode'
+  int64_t mtime_base = 0;  // meta 'mtime_base'
+};
+}  // namespace catalog_internal
+
 class Catalog {
  public:
   // Opens an existing catalog file read-only. Checks the schema version; a damaged or foreign
   // file fails with Corruption naming the path and suggesting `mkpack catalog DIR`.
   static Result<std::unique_ptr<Catalog>> Open(const std::string& path);
   // Opens a catalog that SQLite reaches through `uri` (a VFS of its own, e.g. RemoteDb's) and
-  // whose file is `size` bytes; `label` names it in messages. The same checks as Open.
+  // whose file is `size` bytes; `label` names it in messages. The same checks as Open. The
+  // catalog keeps `keep_alive` (what the VFS reads from) until its connections are closed, and
+  // adds what `explain` says (e.g. the failed request) to the message of a failed query.
   static Result<std::unique_ptr<Catalog>> OpenUri(std::string uri, std::string label,
-                                                  uint64_t size);
+                                                  uint64_t size,
+                                                  std::shared_ptr<const void> keep_alive = nullptr,
+                                                  std::function<std::string()> explain = nullptr);
   // A catalog served from an in-memory SQLite database (no file), e.g. for --catalog none.
   static Result<std::unique_ptr<Catalog>> FromData(const CatalogData& data);
 
@@ -150,6 +174,8 @@ class Catalog {
   Catalog() = default;
   Result<Lease> Borrow() const;
   Result<std::unique_ptr<Connection>> Connect() const;
+  // Prepares a connection's statements for version_.
+  Status Prepare(Connection& conn) const;
   Status LoadHeader();
 
   std::string path_;  // for messages ("<memory>" for FromData)
@@ -157,12 +183,22 @@ class Catalog {
   bool uri_is_memdb_ = false;
   std::optional<uint64_t> uri_size_;  // OpenUri: the file's size, for the truncation check
   std::string catalog_id_;  // meta 'catalog_id': detects a file replaced while open
+  int version_ = 0;         // schema version (0 until LoadHeader has read it)
+  catalog_internal::NodeCodec codec_;
+  uint64_t fence_stride_ = 0;  // schema 2: children per fence
   std::vector<ShardInfo> shards_;
   CatalogTotals totals_;
   std::vector<std::string> problems_;
   std::vector<std::string> problem_shards_;
   // Keeps an in-memory database alive while the catalog exists (FromData only).
   std::unique_ptr<Connection> keeper_;
+  // OpenUri: what its VFS reads from, and what explains a failed read (may be null).
+  std::shared_ptr<const void> keep_alive_;
+  std::function<std::string()> explain_;
+  // `st` with explain_'s detail when it is an I/O error.
+  Status Explained(Status st) const;
+  // s.Step(), its error Explained.
+  Result<bool> Step(sql::Stmt& s) const;
   mutable std::mutex pool_mu_;
   mutable std::vector<std::unique_ptr<Connection>> pool_;
   // Keys of the directories of nodes KeyOf named, by id; emptied when it reaches kDirKeysMax

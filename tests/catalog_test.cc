@@ -3,6 +3,7 @@
 #include "core/catalog.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +12,8 @@
 #include <map>
 #include <thread>
 
+#include "core/pack_set.h"
+#include "core/sqlite_util.h"
 #include "tests/support/test_util.h"
 
 namespace packfs {
@@ -428,6 +431,135 @@ TEST(CatalogTest, ConcurrentLookupsFromEightThreads) {
     for (auto& th : threads) th.join();
     EXPECT_EQ(failures.load(), 0);
   }
+}
+
+// Schema 2 finds a child through a fence every 16 children, then a scan: every child of a
+// 1,000-child directory is found, names between, before and after them are not, and the scan
+// that runs past the directory's last child into the next directory's ids does not find that
+// directory's children.
+TEST(CatalogTest, LookupsAcrossFencesOfALargeDirectory) {
+  std::vector<ZipMember> members;
+  for (int i = 0; i < 2000; i += 2) {
+    char name[32];
+    std::snprintf(name, sizeof name, "big/f%04d", i);
+    members.push_back(M(name, static_cast<uint64_t>(i)));
+  }
+  members.push_back(M("big0/zz-only-in-big0", 7));
+  members.push_back(M("small/a", 1));
+  std::vector<ShardContent> v;
+  v.push_back(Shard("pack-0000.zip", std::move(members)));
+  auto data = BuildNodes(std::move(v));
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  testing::TempDir tmp;
+  const std::string path = tmp / kCatalogFileName;
+  ASSERT_TRUE(WriteCatalog(path, *data).ok());
+  auto cat = Catalog::Open(path);
+  ASSERT_TRUE(cat.ok()) << cat.status().ToString();
+  auto big = (*cat)->Find("big");
+  ASSERT_TRUE(big.ok() && big->has_value());
+  ASSERT_EQ((*big)->child_count, 1000u);
+  for (int i = 0; i < 2000; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "f%04d", i);
+    auto l = (*cat)->Lookup((*big)->id, name);
+    ASSERT_TRUE(l.ok()) << name;
+    if (i % 2 == 0) {
+      ASSERT_TRUE(l->has_value()) << name;
+      EXPECT_EQ((*l)->name, name);
+      EXPECT_EQ((*l)->size, static_cast<uint64_t>(i));
+    } else {
+      EXPECT_FALSE(l->has_value()) << name;
+    }
+  }
+  for (const char* absent : {"", "a", "f", "f1998x", "g", "zz-only-in-big0", "\xff"}) {
+    auto l = (*cat)->Lookup((*big)->id, absent);
+    ASSERT_TRUE(l.ok());
+    EXPECT_FALSE(l->has_value()) << absent;
+  }
+  auto other = (*cat)->Find("big0/zz-only-in-big0");
+  ASSERT_TRUE(other.ok() && other->has_value());
+  EXPECT_EQ((*other)->size, 7u);
+  // A file is no directory: nothing is found under it.
+  auto under_file = (*cat)->Lookup((*other)->id, "x");
+  ASSERT_TRUE(under_file.ok());
+  EXPECT_FALSE(under_file->has_value());
+  // About 2 bytes of fences per member, where a full (parent, name) index costs ~28.
+  auto db = sql::Db::Open(path, SQLITE_OPEN_READONLY, path);
+  ASSERT_TRUE(db.ok());
+  auto fences = db->Prepare("SELECT count(*) FROM fences");
+  ASSERT_TRUE(fences.ok());
+  ASSERT_TRUE(*fences->Step());
+  EXPECT_EQ(fences->Int(0), 1 + 63 + 1 + 1);  // the root's 3 children, big's 1000 / 16, big0, small
+}
+
+// A schema 1 catalog (written by packfs before schema 2; a copy of the multi-shard fixture's, kept
+// in fixtures/catalog-v1) is still read, with the same nodes as a schema 2 catalog of the same
+// shards, and `mkpack catalog` (RefreshCatalog) upgrades it to schema 2 reusing every shard's rows.
+TEST(CatalogTest, SchemaOneCatalogsAreReadAndUpgraded) {
+  testing::TempDir tmp;
+  const std::string media = testing::FixturesDir() + "/interop/multi-shard/media";
+  const std::string v1 = tmp / "v1", v2 = tmp / "v2";
+  std::filesystem::copy(media, v1);
+  std::filesystem::copy(media, v2);
+  std::filesystem::copy_file(testing::FixturesDir() + "/catalog-v1/multi-shard.sqlite",
+                             v1 + "/" + kCatalogFileName);
+  auto built = RefreshCatalog(v2, 2);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  auto old_cat = Catalog::Open(v1 + "/" + kCatalogFileName);
+  ASSERT_TRUE(old_cat.ok()) << old_cat.status().ToString();
+  auto new_cat = Catalog::Open(v2 + "/" + kCatalogFileName);
+  ASSERT_TRUE(new_cat.ok()) << new_cat.status().ToString();
+  auto keys_of = [](const Catalog& c) {
+    std::map<std::string, Node> out;
+    EXPECT_TRUE(c.ForEachFile([&](const std::string& k, const Node& n) {
+                   out[k] = n;
+                   return Status::OK();
+                 }).ok());
+    return out;
+  };
+  const std::map<std::string, Node> old_files = keys_of(**old_cat);
+  const std::map<std::string, Node> new_files = keys_of(**new_cat);
+  ASSERT_EQ(old_files.size(), 308u);
+  ASSERT_EQ(old_files.size(), new_files.size());
+  for (const auto& [key, want] : new_files) {
+    auto got = (*old_cat)->Find(key);
+    ASSERT_TRUE(got.ok() && got->has_value()) << key;
+    const Node& g = **got;
+    EXPECT_EQ(g.id, want.id) << key;
+    EXPECT_EQ(g.shard, want.shard) << key;
+    EXPECT_EQ(g.local_header_offset, want.local_header_offset) << key;
+    EXPECT_EQ(g.data_offset, want.data_offset) << key;
+    EXPECT_EQ(g.size, want.size) << key;
+    EXPECT_EQ(g.crc32, want.crc32) << key;
+    EXPECT_EQ(g.mode, want.mode) << key;
+    EXPECT_EQ(g.mtime, want.mtime) << key;
+    auto again = (*new_cat)->Find(key);
+    ASSERT_TRUE(again.ok() && again->has_value()) << key;
+    EXPECT_EQ((*again)->id, want.id) << key;
+  }
+  // The copies are newer than the shards the fixture's catalog describes; give them its mtimes,
+  // so that the refresh sees them unchanged.
+  for (const ShardInfo& shard : (*old_cat)->shards()) {
+    struct timespec times[2];
+    times[0].tv_nsec = UTIME_OMIT;
+    times[1].tv_sec = shard.mtime_ns / 1000000000;
+    times[1].tv_nsec = shard.mtime_ns % 1000000000;
+    ASSERT_EQ(::utimensat(AT_FDCWD, (v1 + "/" + shard.name).c_str(), times, 0), 0);
+  }
+  old_cat->reset();
+  auto upgraded = RefreshCatalog(v1, 2);
+  ASSERT_TRUE(upgraded.ok()) << upgraded.status().ToString();
+  EXPECT_EQ(upgraded->report.shards_reused, 5u);
+  EXPECT_EQ(upgraded->report.shards_indexed, 0u);
+  auto db = sql::Db::Open(v1 + "/" + kCatalogFileName, SQLITE_OPEN_READONLY, v1);
+  ASSERT_TRUE(db.ok());
+  auto version = db->Prepare("SELECT value FROM meta WHERE key='schema_version'");
+  ASSERT_TRUE(version.ok());
+  ASSERT_TRUE(*version->Step());
+  EXPECT_EQ(version->Text(0), "2");
+  auto reopened = Catalog::Open(v1 + "/" + kCatalogFileName);
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_EQ(keys_of(**reopened).size(), 308u);
 }
 
 TEST(CatalogTest, TwoHundredThousandMembers) {

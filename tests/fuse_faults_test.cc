@@ -215,7 +215,7 @@ class DamagedCatalogTest : public FaultsTest {
 // ENOENT, which would say the member does not exist, and never another member's bytes), the log
 // names the catalog, and the daemon keeps answering.
 TEST_F(DamagedCatalogTest, DamagedNodePagesFailEveryLookupWithEio) {
-  ASSERT_GT(DamagePagesOf("'nodes', 'nodes_by_parent_name'"), 0);
+  ASSERT_GT(DamagePagesOf("'nodes', 'fences'"), 0);
   for (int i = 0; i < kFiles; ++i) ExpectEio(i);
   const std::string log = testing::ReadFile(log_);
   EXPECT_NE(log.find("lookup: " + tmp_ / "media/.packfs-catalog.sqlite"), std::string::npos)
