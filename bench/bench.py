@@ -111,6 +111,8 @@ def parse_args():
                     help="scale: members of the large local set")
     ap.add_argument("--scale-member-shards", type=int, default=100000,
                     help="scale: shards of the large local set")
+    ap.add_argument("--scale-remote-members", type=int, default=1000000,
+                    help="scale: members of the remote set whose catalog is read in place")
     ap.add_argument("--scale-delay-ms", type=float, default=20,
                     help="scale: delay the proxy adds to each request to nginx")
     ap.add_argument("--shared-files", type=int, default=3000,
@@ -155,6 +157,8 @@ def parse_args():
         args.scale_shards = min(args.scale_shards, 300)
         args.scale_members = min(args.scale_members, 3000)
         args.scale_member_shards = min(args.scale_member_shards, 30)
+        # Just past the 1 MiB download limit: read in place.
+        args.scale_remote_members = min(args.scale_remote_members, 30000)
         args.shared_files = min(args.shared_files, 300)
         args.shared_sample = min(args.shared_sample, 150)
         args.shared_delays_ms = args.shared_delays_ms[:1]

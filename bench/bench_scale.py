@@ -15,6 +15,13 @@ memory without the mapped catalog pages, which are page cache), 10,000 `stat`s o
 paths (one thread), `find MNT | wc -l`, peak RSS; and the same mount under `ulimit -n 1024`
 (first stat, the random stats, and a read of one member in each of 2,000 random shards).
 
+A large catalog over the network: --scale-remote-members (1,000,000) members in 1,000 shards on
+the same nginx and proxy, mounted with an empty --cache-dir twice: reading its catalog in place
+(the default for a catalog over 1 MiB) and downloading it whole (--catalog-download-limit 0).
+Measured: the first `stat` of a random member and the requests and bytes until then, then 200
+`stat`s of other random members (cold: each a lookup of its directory and its name): GETs per
+stat (average and most) and time per stat; and a listing of one directory of 1,000.
+
 Only a failed mount, a wrong listing or wrong bytes raise Broken; speed never does.
 """
 import os
@@ -33,12 +40,15 @@ PROBE = "d0000/0000000.bin"
 
 def ensure_shards_set(args, www, shards, ds, members=None):
     """www/shards-N/media: N shards of one 16-byte member each, with its catalog; or `members`
-    members in N shards (www/members-M-in-N/media)."""
+    members in N shards (www/members-M-in-N/media). A set kept from an earlier run gets its
+    catalog refreshed (`mkpack catalog`: rewritten in the current schema, rows reused)."""
     members = members or shards
     d = os.path.join(www, f"shards-{shards}" if members == shards else
                      f"members-{members}-in-{shards}", "media")
     done = d + ".done"
     if os.path.exists(done):
+        subprocess.run([os.path.join(args.build, "mkpack"), "catalog", d], check=True,
+                       stdout=subprocess.DEVNULL)
         return d
     shutil.rmtree(os.path.dirname(d), ignore_errors=True)
     os.makedirs(os.path.dirname(d))
@@ -63,8 +73,8 @@ def ensure_shards_set(args, www, shards, ds, members=None):
 
 
 @contextmanager
-def started(cmd, mnt, budget):
-    """Runs `cmd` (a foreground packfs ending with MNT) until a stat of PROBE answers; yields
+def started(cmd, mnt, budget, probe=PROBE):
+    """Runs `cmd` (a foreground packfs ending with MNT) until a stat of `probe` answers; yields
     (its process, the seconds that took), then unmounts and reaps it."""
     unmount(mnt)
     os.makedirs(mnt, exist_ok=True)
@@ -73,7 +83,7 @@ def started(cmd, mnt, budget):
     try:
         while True:
             try:
-                os.stat(os.path.join(mnt, PROBE))
+                os.stat(os.path.join(mnt, probe))
                 break
             except OSError:
                 pass
@@ -136,9 +146,62 @@ def bench_scale(args, work, ds, rows):
                           f"{res['first_stat_s']:6.3f} s, {res['requests']} requests, "
                           f"{res['response_bytes'] / 1e6:7.2f} MB, RSS "
                           f"{res['rss_mib'] or 0:6.1f} MiB", flush=True)
+        remote_catalog(args, d, www, srv, ds, rows)
     finally:
         srv.stop()
     local_large(args, work, ds, rows)
+
+
+def remote_catalog(args, d, www, srv, ds, rows):
+    """A catalog of --scale-remote-members over the network: read in place, then whole."""
+    members = args.scale_remote_members
+    shards = max(1, members // 1000)
+    media = ensure_shards_set(args, www, shards, ds, members=members)
+    catalog_bytes = os.path.getsize(os.path.join(media, ".packfs-catalog.sqlite"))
+    url = f"{srv.url}/{os.path.basename(os.path.dirname(media))}/media"
+    packfs = os.path.join(args.build, "packfs")
+    mnt = os.path.join(os.path.dirname(d), "mnt", "scale")
+    rng = random.Random(29)
+    for r in range(args.repeat):
+        picks = [rng.randrange(members) for _ in range(201)]
+        paths = ["d%04d/%07d.bin" % (i // 1000, i) for i in picks]
+        for mode, extra in (("in place", []), ("whole", ["--catalog-download-limit", "0"])):
+            cache = os.path.join(d, "catalogs-large")
+            shutil.rmtree(cache, ignore_errors=True)
+            drop_caches()
+            cmd = [packfs, "-f", "--cache-dir", cache] + extra + [url, mnt]
+            before = srv.proxy.counts()
+            with started(cmd, mnt, args.mount_budget, probe=paths[0]) as (p, first):
+                opened = srv.proxy.counts()
+                gets, took = [], []
+                for q in paths[1:]:
+                    c0 = srv.proxy.counts()["chunks"]
+                    t = time.perf_counter()
+                    os.stat(os.path.join(mnt, q))
+                    took.append(time.perf_counter() - t)
+                    gets.append(srv.proxy.counts()["chunks"] - c0)
+                t = time.perf_counter()
+                entries = len(os.listdir(os.path.join(mnt, "d%04d" % (picks[0] // 1000 + 1))))
+                list_s = time.perf_counter() - t
+                if entries != min(1000, members - (picks[0] // 1000 + 1) * 1000):
+                    raise Broken(f"scale: a directory of the {members}-member set lists "
+                                 f"{entries} entries")
+                rss = (vm_hwm_kib(p.pid) or 0) / 1024
+            res = {"first_stat_s": first, "requests": opened["chunks"] - before["chunks"],
+                   "response_bytes": opened["response_bytes"] - before["response_bytes"],
+                   "stat_gets_avg": sum(gets) / len(gets), "stat_gets_max": max(gets),
+                   "stat_ms_avg": 1000 * sum(took) / len(took), "list_s": list_s,
+                   "rss_mib": rss}
+            rows.append({"bench": "scale", "what": "remote catalog", "members": members,
+                         "shards": shards, "catalog": mode, "catalog_bytes": catalog_bytes,
+                         "delay_ms": args.scale_delay_ms, "repeat": r, **res})
+            print(f"scale r{r} {members} members, catalog {catalog_bytes / 1e6:.1f} MB {mode:8s}: "
+                  f"first stat {first:.3f} s, {res['requests']} requests, "
+                  f"{res['response_bytes'] / 1e6:.2f} MB "
+                  f"({100 * res['response_bytes'] / catalog_bytes:.1f}% of the catalog); "
+                  f"cold stats {res['stat_gets_avg']:.2f} GETs avg, {res['stat_gets_max']} most, "
+                  f"{res['stat_ms_avg']:.1f} ms; list 1,000 {list_s * 1000:.0f} ms; "
+                  f"RSS {rss:.1f} MiB", flush=True)
 
 
 def rss_anon_mib(pid):

@@ -457,10 +457,45 @@ def remote_section(rows, L):
 def scale_section(rows, L):
     sc = [r for r in rows if r.get("bench") == "scale" and r.get("what") == "remote mount"]
     large = [r for r in rows if r.get("bench") == "scale" and r.get("what") == "local large"]
+    cat = [r for r in rows if r.get("bench") == "scale" and r.get("what") == "remote catalog"]
     if sc:
         _scale_remote(sc, L)
+    if cat:
+        _scale_catalog(cat, L)
     if large:
         _scale_local(large, L)
+
+
+def _scale_catalog(rs, L):
+    by = collections.defaultdict(list)
+    for r in rs:
+        by[r["catalog"]].append(r)
+    r0 = rs[0]
+    L += [f"### A {r0['members']:,}-member catalog over the network", "",
+          f"{r0['members']:,} members in {r0['shards']:,} shards on the same nginx and proxy "
+          f"({r0['delay_ms']:g} ms), catalog {r0['catalog_bytes'] / 1e6:.1f} MB, mounted with an "
+          "empty --cache-dir: read in place (the default above 1 MiB) or downloaded whole "
+          "(`--catalog-download-limit 0`). First stat of a random member; then 200 stats of "
+          "other random members (cold: a lookup of the directory and of the name), GETs per "
+          "stat counted at the proxy; a listing of a directory of 1,000. Medians (spread).", "",
+          "| catalog | first stat (s) | requests | bytes fetched | of the catalog | GETs per cold "
+          "stat (avg, most) | ms per cold stat | list 1,000 (ms) | RSS (MiB) |",
+          "|---|---|---|---|---|---|---|---|---|"]
+    for mode in ("in place", "whole"):
+        xs = by.get(mode)
+        if not xs:
+            continue
+        fs = [r["first_stat_s"] for r in xs]
+        b = med([r["response_bytes"] for r in xs])
+        L.append(f"| {mode} | {med(fs):.3f} ({min(fs):.3f}–{max(fs):.3f}) | "
+                 f"{max(r['requests'] for r in xs)} | {b / 1e6:.2f} MB | "
+                 f"{100 * b / r0['catalog_bytes']:.1f}% | "
+                 f"{med([r['stat_gets_avg'] for r in xs]):.2f}, "
+                 f"{max(r['stat_gets_max'] for r in xs)} | "
+                 f"{med([r['stat_ms_avg'] for r in xs]):.1f} | "
+                 f"{1000 * med([r['list_s'] for r in xs]):.0f} | "
+                 f"{med([r['rss_mib'] for r in xs]):.1f} |")
+    L.append("")
 
 
 def _scale_local(rs, L):

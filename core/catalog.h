@@ -2,7 +2,7 @@
 //
 // Schema (version in table meta, key 'schema_version'):
 //   meta(key TEXT PRIMARY KEY, value TEXT)
-//   shards(id INTEGER PRIMARY KEY, name TEXT UNIQUE, size, mtime_ns, fingerprint, member_count)
+//   shards(id INTEGER PRIMARY KEY, name TEXT, size, mtime_ns, fingerprint, member_count)
 //   nodes(id INTEGER PRIMARY KEY, parent, name, type, first_child, child_count,
 //         shard, local_header_offset, data_offset, size, crc32, mode, mtime)
 //   fences(parent, name, id) WITHOUT ROWID  -- every 16th child of each directory, for lookups

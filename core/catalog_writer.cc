@@ -100,7 +100,10 @@ Status FillDatabase(sql::Db& db, const CatalogData& data, bool exclusive) {
   PACKFS_RETURN_IF_ERROR(db.Exec(
       "BEGIN;"
       "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
-      "CREATE TABLE shards(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, size INTEGER NOT "
+      // No index on the name (names are unique by construction, and the table is only ever
+      // read whole, at open): its pages would interleave with the table's and break the one
+      // sequential scan a remote open makes into a request per block.
+      "CREATE TABLE shards(id INTEGER PRIMARY KEY, name TEXT NOT NULL, size INTEGER NOT "
       "NULL, mtime_ns INTEGER NOT NULL, fingerprint INTEGER NOT NULL, member_count INTEGER NOT "
       "NULL);"
       "CREATE TABLE nodes(id INTEGER PRIMARY KEY, parent INTEGER NOT NULL, name TEXT NOT NULL, "

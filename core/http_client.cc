@@ -130,6 +130,7 @@ struct HttpClient::Request {
   std::string_view body;           // kPut payload
   std::string if_none_match;       // kWhole conditional validators
   std::string if_modified_since;
+  uint64_t first_bytes = 0;        // kWhole: ask for the object's first bytes only (0: all)
 
   // Per attempt.
   CURL* handle = nullptr;
@@ -371,6 +372,9 @@ Status HttpClient::Perform(Request& req) const {
       range = std::to_string(req.offset + req.base) + "-" +
               std::to_string(req.offset + req.buf.size() - 1);
       curl_easy_setopt(h, CURLOPT_RANGE, range.c_str());
+    } else if (req.kind == Request::Kind::kWhole && req.first_bytes > 0) {
+      range = "0-" + std::to_string(req.first_bytes - 1);
+      curl_easy_setopt(h, CURLOPT_RANGE, range.c_str());
     }
     // 128 KiB receive buffer (libcurl's default is 16 KiB): an eighth of the recv calls and
     // write callbacks for large ranges; the sequential read of a 256 MiB member used 20% less
@@ -478,6 +482,21 @@ Status HttpClient::Perform(Request& req) const {
       result.status = Status::IOError(what + ": short body (" + std::to_string(req.received) +
                                       " of " + std::to_string(req.content_length) + " bytes)");
       result.retry = true;
+    } else if (req.kind == Request::Kind::kWhole && req.status == 206) {
+      // The first bytes asked for: "bytes 0-END/TOTAL", END + 1 of them received.
+      std::string_view cr = req.content_range;
+      uint64_t start = 1, end = 0;
+      size_t dash = cr.find('-'), slash = cr.find('/');
+      bool parsed = req.first_bytes > 0 && cr.rfind("bytes ", 0) == 0 &&
+                    dash != std::string_view::npos && slash != std::string_view::npos &&
+                    dash < slash && ParseU64(cr.substr(6, dash - 6), &start) &&
+                    ParseU64(cr.substr(dash + 1, slash - dash - 1), &end) && end >= start &&
+                    ParseU64(cr.substr(slash + 1), &req.total) && req.total > end;
+      if (!parsed || start != 0 || end >= req.first_bytes || req.received != end + 1) {
+        return Status::Corruption(what + ": bad Content-Range '" + req.content_range + "' for " +
+                                  "its first " + std::to_string(req.first_bytes) + " bytes");
+      }
+      req.total_known = true;
     }
     if (result.status.ok()) {
       if (!req.expected_etag.empty() && !req.etag.empty() && req.etag != req.expected_etag) {
@@ -556,17 +575,22 @@ Result<std::string> HttpClient::GetAll(const std::string& url, size_t max_bytes)
 
 Result<HttpConditionalGet> HttpClient::GetIfChanged(const std::string& url, size_t max_bytes,
                                                     const std::string& etag,
-                                                    const std::string& last_modified) const {
+                                                    const std::string& last_modified,
+                                                    uint64_t first_bytes) const {
   Request req;
   req.kind = Request::Kind::kWhole;
   req.url = url;
-  req.max_bytes = max_bytes;
+  req.max_bytes = first_bytes > 0 ? std::max<size_t>(max_bytes, first_bytes) : max_bytes;
   req.if_none_match = etag;
   req.if_modified_since = last_modified;
+  req.first_bytes = first_bytes;
   PACKFS_RETURN_IF_ERROR(Perform(req));
   HttpConditionalGet out;
   out.not_modified = req.not_modified;
-  if (!req.not_modified) out.body = std::move(req.whole);
+  if (!req.not_modified) {
+    out.body = std::move(req.whole);
+    out.total = req.total_known ? req.total : out.body.size();
+  }
   out.etag = req.etag.empty() && req.not_modified ? etag : req.etag;
   out.last_modified =
       req.last_modified.empty() && req.not_modified ? last_modified : req.last_modified;

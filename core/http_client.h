@@ -56,9 +56,10 @@ struct HttpRangeAnswer {
 // What a conditional GET brought back.
 struct HttpConditionalGet {
   bool not_modified = false;  // 304: the caller's copy is current; body is empty
-  std::string body;
+  std::string body;           // the object, or its first bytes (see GetIfChanged's first_bytes)
   std::string etag;           // of the object served (the request's validator on 304 if none)
   std::string last_modified;
+  uint64_t total = 0;         // the object's size (unless not_modified)
 };
 
 // Counters for tests and stats; a snapshot.
@@ -108,10 +109,14 @@ class HttpClient {
 
   // GET `url` unless it still matches what the caller holds: If-None-Match `etag` and/or
   // If-Modified-Since `last_modified` (either may be empty; both empty is a plain GET). A 304
-  // comes back as not_modified with no body; errors as GetAll's.
+  // comes back as not_modified with no body; errors as GetAll's. With first_bytes > 0 only the
+  // object's first bytes are asked for (Range: bytes=0-(first_bytes - 1)): the body holds
+  // min(first_bytes, total) of them (all of it from a server that ignores Range and answers
+  // 200, within max_bytes), and `total` says how large the object is.
   Result<HttpConditionalGet> GetIfChanged(const std::string& url, size_t max_bytes,
                                           const std::string& etag,
-                                          const std::string& last_modified) const;
+                                          const std::string& last_modified,
+                                          uint64_t first_bytes = 0) const;
 
   // PUT `body` as the object at `url` (Content-Type application/octet-stream); returns the new
   // object's ETag (may be empty). Signed requests carry the body's SHA-256, so S3 refuses a body

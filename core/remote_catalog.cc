@@ -116,7 +116,8 @@ Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
 }
 
 Result<CachedCatalog> FetchCatalogToCache(const RemoteStore& store, const std::string& location,
-                                          const std::string& cache_dir, size_t max_bytes) {
+                                          const std::string& cache_dir, size_t max_bytes,
+                                          uint64_t first_bytes) {
   std::error_code ec;
   std::filesystem::create_directories(cache_dir, ec);
   if (ec) {
@@ -127,15 +128,45 @@ Result<CachedCatalog> FetchCatalogToCache(const RemoteStore& store, const std::s
   CachedCatalog out;
   out.path = cache_dir + "/" + RemoteCatalogCacheName(location);
   const std::string meta_path = out.path + ".meta";
+  // A catalog last read in place leaves its ETag and size here instead (its pages are cached by
+  // URL and ETag, see remote_catalog_pages.h); at most one of the two sidecars exists.
+  const std::string in_place_path = out.path + ".in-place";
   std::optional<CacheMeta> meta = ReadMeta(meta_path);
   if (meta && !CopyMatches(out.path, *meta)) meta.reset();
+  std::optional<CacheMeta> in_place;
+  if (!meta && first_bytes > 0) in_place = ReadMeta(in_place_path);
+  if (in_place && in_place->etag.empty()) in_place.reset();
+  const std::optional<CacheMeta>& held = meta ? meta : in_place;
 
   PACKFS_ASSIGN_OR_RETURN(std::string url, store.UrlOf(kCatalogFileName));
   Result<HttpConditionalGet> got =
-      meta ? store.http()->GetIfChanged(url, max_bytes, meta->etag, meta->last_modified)
-           : store.http()->GetIfChanged(url, max_bytes, "", "");
+      held ? store.http()->GetIfChanged(url, max_bytes, held->etag, held->last_modified,
+                                        first_bytes)
+           : store.http()->GetIfChanged(url, max_bytes, "", "", first_bytes);
   if (!got.ok()) return got.status().WithPrefix(kCatalogFileName);
-  if (got->not_modified) return out;
+  if (got->not_modified && !in_place) return out;
+  if (got->not_modified || got->body.size() < got->total) {
+    out.path.clear();
+    out.larger = true;
+    out.url = url;
+    if (got->not_modified) {  // the pages read last time are current: no byte fetched now
+      out.size = in_place->size;
+      out.etag = in_place->etag;
+      return out;
+    }
+    out.size = got->total;
+    out.etag = got->etag;
+    out.head = std::move(got->body);
+    ::unlink(meta_path.c_str());
+    if (out.etag.empty()) {
+      ::unlink(in_place_path.c_str());  // no ETag: its pages are not kept either
+    } else {
+      (void)WriteFileAtomically(in_place_path,
+                                FormatMeta({out.etag, got->last_modified, out.size, 0}));
+    }
+    return out;
+  }
+  ::unlink(in_place_path.c_str());
 
   PACKFS_RETURN_IF_ERROR(WriteFileAtomically(out.path, got->body)
                              .WithPrefix("caching the catalog of " + location));

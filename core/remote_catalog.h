@@ -17,8 +17,16 @@
 namespace packfs {
 
 struct CachedCatalog {
-  std::string path;         // the catalog file in the cache directory
+  std::string path;         // the catalog file in the cache directory ("" when `larger`)
   bool downloaded = false;  // false: the server answered 304 and the cached copy was kept
+  // With first_bytes: the catalog is larger than that and was not downloaded. What the answer
+  // told instead: the object's URL, size, ETag (may be empty) and first bytes (none after a
+  // 304 for the ETag of the last catalog read in place).
+  bool larger = false;
+  std::string url;
+  uint64_t size = 0;
+  std::string etag;
+  std::string head;
 };
 
 // Brings `location`'s catalog object into `cache_dir` (created if missing) under
@@ -26,8 +34,13 @@ struct CachedCatalog {
 // ETag, Last-Modified, size and XXH3 of the copy) still matches the file, the GET is conditional;
 // a changed catalog is written to a temporary file and renamed over the old one, so readers that
 // have the old one open keep reading it. NotFound when the location has no catalog.
+// With first_bytes > 0 the one GET asks for that many bytes only: a catalog no larger is cached
+// as above, a larger one comes back `larger`, to be read in place; its ETag and size are kept in
+// the sidecar "<file>.in-place", so the next fetch is conditional too, and a 304 then comes back
+// `larger` with no first bytes (its pages are cached by URL and ETag).
 Result<CachedCatalog> FetchCatalogToCache(const RemoteStore& store, const std::string& location,
-                                          const std::string& cache_dir, size_t max_bytes);
+                                          const std::string& cache_dir, size_t max_bytes,
+                                          uint64_t first_bytes = 0);
 
 // Writes `bytes` to `path` through a temporary file beside it and rename(2).
 Status WriteFileAtomically(const std::string& path, std::string_view bytes);

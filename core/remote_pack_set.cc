@@ -19,6 +19,7 @@
 #include "core/key.h"
 #include "core/parallel_for.h"
 #include "core/remote_catalog.h"
+#include "core/remote_catalog_pages.h"
 #include "core/remote_store.h"
 #include "core/shard_format.h"
 #include "core/unique_fd.h"
@@ -26,14 +27,22 @@
 namespace packfs {
 namespace {
 
-// Fetches the catalog into the cache and opens it. NotFound when the location has none.
+// Opens the catalog with one request: a catalog within the download limit is fetched into the
+// cache (an unchanged one costs a 304 and reuses the cached copy), a larger one is read in place
+// from its first bytes on. NotFound when the location has none.
 Result<std::unique_ptr<Catalog>> FetchCatalog(const RemoteStore& store,
                                               const std::string& location,
                                               const RemoteOptions& options) {
   const std::string dir = options.cache_dir.empty() ? DefaultRemoteCacheDir() : options.cache_dir;
-  // Conditional: an unchanged catalog costs a 304 and reuses the cached copy.
   PACKFS_ASSIGN_OR_RETURN(CachedCatalog cached,
-                          FetchCatalogToCache(store, location, dir, options.max_catalog_bytes));
+                          FetchCatalogToCache(store, location, dir, options.max_catalog_bytes,
+                                              options.catalog_download_limit));
+  if (cached.larger) {
+    RemoteCatalogHead head{cached.url, cached.size, cached.etag, std::move(cached.head)};
+    return OpenCatalogInPlace(std::shared_ptr<const HttpClient>(store.http()), std::move(head),
+                              location + "/" + kCatalogFileName,
+                              CatalogPageOptions(options.read, dir));
+  }
   const std::string& path = cached.path;
   Result<std::unique_ptr<Catalog>> cat = Catalog::Open(path);
   if (!cat.ok()) {

@@ -35,8 +35,12 @@ struct RemoteOptions {
   // Requests run at once while indexing shards (ranged reads) at open, for an s3:// set without
   // a catalog; further bounded by http.max_connections. 0: 16.
   int open_threads = 0;
-  // A catalog object larger than this is refused (it is downloaded whole).
+  // A catalog object larger than this is refused when it is to be downloaded whole.
   size_t max_catalog_bytes = size_t{4} << 30;
+  // Catalogs up to this size come whole with the mount's first request and are kept in
+  // cache_dir; larger ones are read in place, page by page (see remote_catalog_pages.h). 0:
+  // every catalog is downloaded whole. (--catalog-download-limit)
+  uint64_t catalog_download_limit = uint64_t{1} << 20;
   // How shard reads become requests and where they are cached (--cache-size, --disk-cache,
   // --disk-cache-size). Used to create a reader when `reader` is null.
   RemoteReaderOptions read;

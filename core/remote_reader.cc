@@ -236,10 +236,11 @@ uint64_t RemoteReader::Window(const std::string& key, uint64_t begin, uint64_t o
     EraseLeastRecentWhenFull(streams_);
     Stream s;
     // A first read at the member's start is taken as the start of a sequential read.
-    s.window = offset - begin <= 2 * options_.block_size
+    s.window = offset - begin <= 2 * options_.block_size && options_.sequential_before_window == 0
                    ? std::min(options_.min_window, WindowCapLocked(active_streams_ + 1))
                    : 0;
     s.next = offset + n;
+    s.run = n;
     s.last_use = ++stream_clock_;
     s.last_time = std::chrono::steady_clock::now();
     streams_.emplace(std::move(skey), s);
@@ -259,11 +260,17 @@ uint64_t RemoteReader::Window(const std::string& key, uint64_t begin, uint64_t o
   }
   const uint64_t cap = WindowCapLocked(active_streams_);
   if (offset + slack >= s.next && offset <= s.next + slack) {
-    s.window = s.window == 0 ? std::min(options_.min_window, cap) : std::min(2 * s.window, cap);
+    s.run += n;
+    if (s.run < options_.sequential_before_window) {
+      s.window = 0;
+    } else {
+      s.window = s.window == 0 ? std::min(options_.min_window, cap) : std::min(2 * s.window, cap);
+    }
     s.next = std::max(s.next, offset + n);
   } else {
     s.window = 0;
     s.next = offset + n;
+    s.run = n;
   }
   return s.window;
 }

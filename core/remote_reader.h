@@ -79,6 +79,10 @@ struct RemoteReaderOptions {
   uint64_t min_window = uint64_t{1} << 20;
   uint64_t max_window = uint64_t{64} << 20;
   uint64_t max_part = uint64_t{8} << 20;
+  // Bytes a large member must have been read in order before read-ahead starts (0: from its
+  // first read at the start). Lets a reader of scattered pages (a catalog read in place) read
+  // ahead for a long scan only.
+  uint64_t sequential_before_window = 0;
   // Read-ahead of a walk over small members (see above); 0: every small member is one request.
   uint64_t walk_window = uint64_t{4} << 20;
   int prefetch_threads = 8;
@@ -170,6 +174,7 @@ class RemoteReader {
   struct Stream {
     uint64_t next = 0;
     uint64_t window = 0;
+    uint64_t run = 0;  // bytes read in order so far
     uint64_t last_use = 0;
     std::chrono::steady_clock::time_point last_time;
   };

@@ -40,7 +40,8 @@ int Read(sqlite3_file* f, void* buf, int amt, sqlite3_int64 offset) {
   const RemoteDb::Entry& e = *reinterpret_cast<File*>(f)->entry;
   if (amt <= 0 || offset < 0) return SQLITE_OK;
   auto* out = static_cast<uint8_t*>(buf);
-  Result<size_t> got = e.reader->Read(e.object, 0, 0, static_cast<uint64_t>(offset),
+  // The whole file is one "member": a scan reading its pages in order gets read-ahead.
+  Result<size_t> got = e.reader->Read(e.object, 0, e.object->size(), static_cast<uint64_t>(offset),
                                       std::span<uint8_t>(out, static_cast<size_t>(amt)));
   if (!got.ok()) {
     std::lock_guard<std::mutex> lock(e.mu);

@@ -64,6 +64,7 @@ struct Cli {
   bool anonymous = false;
   size_t max_connections = 0;
   std::string cache_dir;
+  std::string catalog_download_limit;
   std::string cache_size;
   std::string disk_cache;
   std::string disk_cache_size;
@@ -306,6 +307,13 @@ Result<Plan> MakePlan(const Cli& cli) {
   plan.default_log_file = DefaultLogFile(
       plan.remote.cache_dir.empty() ? DefaultRemoteCacheDir() : plan.remote.cache_dir,
       plan.mountpoint);
+  if (cli.catalog_download_limit == "0") {
+    plan.remote.catalog_download_limit = 0;
+  } else if (!cli.catalog_download_limit.empty()) {
+    Result<uint64_t> n = ParseByteSize(cli.catalog_download_limit);
+    if (!n.ok()) return n.status().WithPrefix("--catalog-download-limit");
+    plan.remote.catalog_download_limit = *n;
+  }
   if (!cli.cache_size.empty()) {
     Result<uint64_t> n = ParseByteSize(cli.cache_size);
     if (!n.ok()) return n.status().WithPrefix("--cache-size");
@@ -584,6 +592,10 @@ int main(int argc, char** argv) {
   app.add_option("--cache-dir", cli.cache_dir,
                  "where catalogs of remote sources are cached, and the default log file "
                  "(default: $XDG_CACHE_HOME/packfs or ~/.cache/packfs)");
+  app.add_option("--catalog-download-limit", cli.catalog_download_limit,
+                 "a remote set's catalog up to SIZE comes whole with the mount's first request "
+                 "(kept in --cache-dir); a larger one is read in place, page by page, through "
+                 "the caches (default 1M; 0: always whole)");
   app.add_option("--cache-size", cli.cache_size,
                  "memory for blocks of remote sources, e.g. 512M or 2G (default 512M, at most "
                  "1/8 of the RAM)");

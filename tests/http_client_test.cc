@@ -240,6 +240,29 @@ TEST_F(NginxTest, CatalogDescribedSourceChecksTheSizeOnItsFirstGet) {
   EXPECT_EQ(n.status().code(), Code::kStale) << n.status().ToString();
 }
 
+// A conditional GET of an object's first bytes (how a mount asks for its catalog): the bytes
+// and the object's size; all of a smaller object; nothing (304) for the ETag it still has.
+TEST_F(NginxTest, ConditionalGetOfTheFirstBytes) {
+  auto head = Client()->GetIfChanged(Url("data.bin"), 1 << 20, "", "", 4096);
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  EXPECT_FALSE(head->not_modified);
+  EXPECT_EQ(head->total, kDataSize);
+  ASSERT_EQ(head->body.size(), 4096u);
+  EXPECT_EQ(0, std::memcmp(head->body.data(), data_->data(), 4096));
+  auto all = Client()->GetIfChanged(Url("data.bin"), 1 << 20, "", "", kDataSize + 100);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ(all->total, kDataSize);
+  EXPECT_EQ(all->body.size(), kDataSize);
+  auto same = Client()->GetIfChanged(Url("data.bin"), 1 << 20, head->etag, "", 4096);
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_TRUE(same->not_modified);
+  EXPECT_TRUE(same->body.empty());
+  auto other = Client()->GetIfChanged(Url("data.bin"), 1 << 20, "\"5f0-other\"", "", 4096);
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  EXPECT_FALSE(other->not_modified);
+  EXPECT_EQ(other->body.size(), 4096u);
+}
+
 TEST_F(NginxTest, OneMebibyteRead) {
   auto src = RemoteShardSource::Open(Client(), Url("data.bin"), "data.bin");
   ASSERT_TRUE(src.ok());

@@ -278,7 +278,9 @@ TEST_F(MkpackRemoteTest, UnchangedCatalogCostsA304AndAChangedOneIsUsed) {
   RunResult second = Mkpack({"ls", Url("cond/media"), "--cache-dir", Cache()});
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_EQ(second.out, first.out);
-  EXPECT_EQ(StatusesAfter(*server_, uri, 2), (std::vector<std::string>{"200", "304"}));
+  // The one request asks for the catalog's first MiB (a 206 holding all of this small one), with
+  // the cached copy's validators once there is one.
+  EXPECT_EQ(StatusesAfter(*server_, uri, 2), (std::vector<std::string>{"206", "304"}));
 
   // Another set with other keys replaces it on the server (catalog last, with a later mtime:
   // nginx's ETag is mtime and size).
@@ -291,7 +293,7 @@ TEST_F(MkpackRemoteTest, UnchangedCatalogCostsA304AndAChangedOneIsUsed) {
   ASSERT_EQ(third.exit_code, 0) << third.err;
   EXPECT_EQ(third.out, Mkpack({"ls", t / "newB"}).out);
   EXPECT_NE(third.out, first.out);
-  EXPECT_EQ(StatusesAfter(*server_, uri, 3), (std::vector<std::string>{"200", "304", "200"}));
+  EXPECT_EQ(StatusesAfter(*server_, uri, 3), (std::vector<std::string>{"206", "304", "206"}));
 
   // A cached copy that no longer matches its sidecar is downloaded again, not trusted.
   for (const auto& e : fs::directory_iterator(Cache())) {
@@ -303,7 +305,7 @@ TEST_F(MkpackRemoteTest, UnchangedCatalogCostsA304AndAChangedOneIsUsed) {
   ASSERT_EQ(fourth.exit_code, 0) << fourth.err;
   EXPECT_EQ(fourth.out, third.out);
   EXPECT_EQ(StatusesAfter(*server_, uri, 4),
-            (std::vector<std::string>{"200", "304", "200", "200"}));
+            (std::vector<std::string>{"206", "304", "206", "206"}));
 }
 
 // S3 through moto: a set at the bucket root (moto's signature check mis-encodes "/" in a listing

@@ -15,6 +15,7 @@
 #include "core/catalog.h"
 #include "core/http_client.h"
 #include "core/key.h"
+#include "core/remote_catalog_pages.h"
 #include "core/remote_source.h"
 #include "tests/support/http_servers.h"
 #include "tests/support/test_util.h"
@@ -87,12 +88,8 @@ class RemoteVfsTest : public ::testing::Test {
                                        server_->url() + "/media/" + name, "media/" + name);
     EXPECT_TRUE(src.ok()) << src.status().ToString();
     if (!src.ok()) return r;
-    RemoteReaderOptions opts;
-    opts.memory_bytes = 64 << 20;
-    // Pages are 4 KiB and scattered: 64 KiB blocks fetch a quarter of what 256 KiB ones do for
-    // the same lookups (measured: 2.9 vs 7.9 MB for 20 cold ones), for 2.2 GETs a lookup, not 1.5.
-    opts.block_size = 64 << 10;
-    auto reader = RemoteReader::Create(opts);
+    // What a mount reads its catalog pages with (no disk cache here: cold every time).
+    auto reader = RemoteReader::Create(CatalogPageOptions(RemoteReaderOptions{}, ""));
     EXPECT_TRUE(reader.ok());
     r.reader = *reader;
     auto db = RemoteDb::Open((*src)->fetcher(), r.reader);
@@ -167,16 +164,50 @@ TEST_F(RemoteVfsTest, OpeningAndColdLookupsReadLittleOfTheFile) {
               static_cast<unsigned long long>(most),
               static_cast<double>(after.requests - opened.requests) / 20,
               static_cast<unsigned long long>(after.bytes_fetched - opened.bytes_fetched));
-  // A path of three components is three lookups, each an index and a table descent of a
-  // 3-level B-tree of 4 KiB pages; the upper pages are shared, so after the first few lookups a
-  // path costs 1-3 GETs (measured: 2.2 on average, at most 8 for the very first).
-  EXPECT_LE(after.requests - opened.requests, 20u * 3);
-  EXPECT_LE(most, 10u);
+  // A path of three components is three lookups, each a fence and a table descent of 16 KiB
+  // pages in 64 KiB blocks; the upper pages are shared, so a path costs 1-4 GETs (measured: 1.3
+  // on average, at most 4; schema 1's (parent, name) index with 4 KiB pages: 2.2, at most 8).
+  EXPECT_LE(after.requests - opened.requests, 20u * 2);
+  EXPECT_LE(most, 4u);
   // The same lookups again: all pages cached, no request.
   std::mt19937_64 again(9);
   const uint64_t before = after.requests;
   for (int k = 0; k < 20; ++k) ASSERT_TRUE(remote.catalog->Find(KeyOf(again() % kMembers)).ok());
   EXPECT_EQ(remote.reader->stats().requests, before);
+}
+
+// Listing a directory reads its rows only; a scan of the whole catalog (find, ForEachFile) reads
+// its pages in order and gets read-ahead: far fewer requests than one per 64 KiB block.
+TEST_F(RemoteVfsTest, AListingReadsItsRowsAScanReadsAhead) {
+  const uint64_t file_size =
+      std::filesystem::file_size(*dir_ / "www/media/.packfs-catalog.sqlite");
+  Remote remote = OpenRemote();
+  ASSERT_NE(remote.catalog, nullptr);
+  auto dir = remote.catalog->Find("d071/e13");
+  ASSERT_TRUE(dir.ok() && dir->has_value());
+  const RemoteReaderStats found = remote.reader->stats();
+  std::vector<Node> kids;
+  ASSERT_TRUE(remote.catalog->List(**dir, 0, 1000, &kids).ok());
+  ASSERT_EQ(kids.size(), 100u);
+  const RemoteReaderStats listed = remote.reader->stats();
+  std::printf("listing 100 children: %llu GETs, %llu bytes\n",
+              static_cast<unsigned long long>(listed.requests - found.requests),
+              static_cast<unsigned long long>(listed.bytes_fetched - found.bytes_fetched));
+  EXPECT_LE(listed.requests - found.requests, 2u);
+  uint64_t files = 0;
+  ASSERT_TRUE(remote.catalog->ForEachFile([&](const std::string&, const Node&) {
+                   ++files;
+                   return Status::OK();
+                 }).ok());
+  EXPECT_EQ(files, kMembers);
+  const RemoteReaderStats scanned = remote.reader->stats();
+  const uint64_t blocks = file_size / (64 << 10);
+  std::printf("scan of %llu members: %llu GETs (%llu blocks), %llu bytes\n",
+              static_cast<unsigned long long>(kMembers),
+              static_cast<unsigned long long>(scanned.requests - listed.requests),
+              static_cast<unsigned long long>(blocks),
+              static_cast<unsigned long long>(scanned.bytes_fetched - listed.bytes_fetched));
+  EXPECT_LT(scanned.requests - listed.requests, blocks / 4);
 }
 
 TEST_F(RemoteVfsTest, ACatalogGoneFromTheServerFailsQueriesNamingIt) {
