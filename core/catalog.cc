@@ -51,6 +51,7 @@ class Catalog::Lease {
     owner_->pool_.push_back(std::move(conn_));
   }
   Connection* operator->() const { return conn_.get(); }
+  Connection& operator*() const { return *conn_; }
 
  private:
   const Catalog* owner_;
@@ -175,13 +176,14 @@ Status Catalog::LoadHeader() {
     return Status::Corruption("schema version '" + version + "', this packfs reads versions 1 " +
                               "and " + std::to_string(kCatalogSchemaVersion));
   }
+  const int schema = version == "1" ? 1 : 2;
   uint64_t nodes = 0;
   try {
     totals_.files = std::stoull(get("files"));
     totals_.directories = std::stoull(get("directories"));
     totals_.bytes = std::stoull(get("bytes"));
     nodes = std::stoull(get("nodes"));
-    if (version == "2") {
+    if (schema == 2) {
       codec_.data_offset_relative = true;
       codec_.file_mode = static_cast<uint32_t>(std::stoul(get("file_mode")));
       codec_.mtime_base = std::stoll(get("mtime_base"));
@@ -190,12 +192,12 @@ Status Catalog::LoadHeader() {
   } catch (const std::exception&) {
     return Status::Corruption("meta totals or codec are missing or not numbers");
   }
-  if (version == "2" && (fence_stride_ == 0 || fence_stride_ > 4096)) {
+  if (schema == 2 && (fence_stride_ == 0 || fence_stride_ > 4096)) {
     return Status::Corruption("meta fence_stride " + std::to_string(fence_stride_) +
                               " is out of range");
   }
-  version_ = version == "1" ? 1 : 2;
-  PACKFS_RETURN_IF_ERROR(Prepare(*lease.operator->()));
+  version_ = schema;
+  PACKFS_RETURN_IF_ERROR(Prepare(*lease));
   if (nodes != totals_.files + totals_.directories || nodes == 0) {
     return Status::Corruption("meta node count disagrees with its totals");
   }

@@ -4,55 +4,47 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/remote_source.h"
 #include "core/remote_vfs.h"
 
 namespace packfs {
 namespace {
 
-// The catalog object, one version of it: its first bytes from memory, the rest by ranged GETs
-// that require the ETag of the first answer.
+// The catalog object, one version of it: its first bytes from memory, the rest through the
+// object a shard source of known size and ETag reads (ranged GETs requiring that ETag).
 class CatalogObject final : public RangeFetcher {
  public:
-  CatalogObject(std::shared_ptr<const HttpClient> client, RemoteCatalogHead head)
-      : client_(std::move(client)), head_(std::move(head)),
-        key_(head_.url + "\n" +
-             (head_.etag.empty() ? "catalog of " + std::to_string(head_.size) + " bytes"
-                                 : head_.etag)) {}
+  CatalogObject(std::shared_ptr<const HttpClient> client, RemoteCatalogHead head, std::string name)
+      : object_(RemoteShardSource::FromKnown(std::move(client), head.url, std::move(name),
+                                             head.size, head.etag)
+                    ->fetcher()),
+        first_(std::move(head.bytes)) {}
 
-  const std::string& cache_key() const override { return key_; }
-  bool persistent() const override { return !head_.etag.empty(); }
-  uint64_t size() const override { return head_.size; }
+  const std::string& cache_key() const override { return object_->cache_key(); }
+  bool persistent() const override { return object_->persistent(); }
+  uint64_t size() const override { return object_->size(); }
 
   Status Fetch(uint64_t offset, std::span<uint8_t> buf,
                const std::function<void(size_t)>& progress = nullptr) const override {
-    const std::string& first = head_.bytes;
     size_t known = 0;
-    if (offset < first.size()) {
-      known = static_cast<size_t>(std::min<uint64_t>(buf.size(), first.size() - offset));
-      std::memcpy(buf.data(), first.data() + offset, known);
+    if (offset < first_.size()) {
+      known = static_cast<size_t>(std::min<uint64_t>(buf.size(), first_.size() - offset));
+      std::memcpy(buf.data(), first_.data() + offset, known);
     }
     if (known == buf.size()) return Status::OK();
     std::function<void(size_t)> shifted;
     if (progress) shifted = [&progress, known](size_t n) { progress(known + n); };
-    HttpRangeAnswer answer;
-    Result<size_t> got = client_->GetRange(head_.url, offset + known, buf.subspan(known),
-                                            head_.etag, shifted, &answer);
-    if (!got.ok()) {
-      if (got.status().code() != Code::kStale) return got.status();
-      return got.status().WithPrefix("the catalog changed on the server since the mount; " +
-                                     std::string("remount to use the new one"));
+    Status st = object_->Fetch(offset + known, buf.subspan(known), shifted);
+    if (st.code() == Code::kStale) {
+      return Status::Stale("the catalog changed on the server since the mount; remount to use "
+                           "the new one: " + st.message());
     }
-    if ((answer.total_known && answer.total != head_.size) || *got != buf.size() - known) {
-      return Status::Stale(head_.url + " is no longer the " + std::to_string(head_.size) +
-                           "-byte catalog the mount opened; remount to use the new one");
-    }
-    return Status::OK();
+    return st;
   }
 
  private:
-  std::shared_ptr<const HttpClient> client_;
-  RemoteCatalogHead head_;
-  std::string key_;
+  std::shared_ptr<const RangeFetcher> object_;
+  std::string first_;
 };
 
 // What the catalog keeps alive: the reader outlives the registration of the object.
@@ -98,7 +90,7 @@ Result<std::unique_ptr<Catalog>> OpenCatalogInPlace(std::shared_ptr<const HttpCl
   auto in_place = std::make_shared<InPlace>();
   PACKFS_ASSIGN_OR_RETURN(in_place->reader, RemoteReader::Create(pages));
   const uint64_t size = head.size;
-  auto object = std::make_shared<const CatalogObject>(std::move(client), std::move(head));
+  auto object = std::make_shared<const CatalogObject>(std::move(client), std::move(head), label);
   PACKFS_ASSIGN_OR_RETURN(in_place->db, RemoteDb::Open(object, in_place->reader));
   const RemoteDb* db = in_place->db.get();
   const std::string uri = db->uri();
