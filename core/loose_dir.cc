@@ -71,8 +71,8 @@ namespace packfs {
 
 Result<std::unique_ptr<PackSet>> OpenDatasetDir(const std::string& dir,
                                                 const PackSetOptions& opts) {
-  PACKFS_ASSIGN_OR_RETURN(std::vector<std::string> shards, ListShardFiles(dir));
-  if (!shards.empty()) return PackSet::Open(dir, opts);
+  PACKFS_ASSIGN_OR_RETURN(bool packed, HoldsShardFiles(dir));
+  if (packed) return PackSet::Open(dir, opts);
   return OpenLooseDirectory(dir, opts.ref_prefix);
 }
 

@@ -67,6 +67,26 @@ Result<std::vector<std::string>> ListShardFiles(const std::string& dir) {
   return names;
 }
 
+Result<bool> HoldsShardFiles(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) {
+    int e = errno;
+    return Status::IOError("cannot list the directory " + dir + ": " + ErrnoText(e), e);
+  }
+  bool found = false;
+  errno = 0;
+  while (struct dirent* ent = ::readdir(d)) {
+    if (ParseShardFileName(ent->d_name) >= 0 || IsTarShardName(ent->d_name)) {
+      found = true;
+      break;
+    }
+  }
+  int e = found ? 0 : errno;
+  ::closedir(d);
+  if (e != 0) return Status::IOError("cannot list the directory " + dir + ": " + ErrnoText(e), e);
+  return found;
+}
+
 Result<CatalogData> IndexPackDir(const std::string& dir, const Catalog* reuse, int threads,
                                  IndexReport* report) {
   PACKFS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListShardFiles(dir));

@@ -109,10 +109,12 @@ std::string DefaultRefPrefix(const std::string& dir) {
 }
 
 // Why the catalog no longer describes the directory ("" when it still does, as far as names
-// and sizes tell; mtime-only differences are settled later by fingerprint). The shards are
-// stat'ed in parallel: on network storage each stat is a round trip, and a set may have 100,000.
+// and sizes tell; mtime-only differences are settled later by fingerprint). With `stat_sizes`
+// the shards are stat'ed in parallel (on network storage each stat is a round trip); without,
+// only the names are compared and the shard pool checks each size at first open.
 std::string StaleReason(const Catalog& cat, const std::string& dir,
-                        const std::vector<std::string>& names, const std::string& prefix) {
+                        const std::vector<std::string>& names, const std::string& prefix,
+                        bool stat_sizes) {
   const std::vector<ShardInfo>& shards = cat.shards();
   std::vector<std::string> reasons;
   // Both lists are in name order; equal lists (the usual case) need no set.
@@ -127,7 +129,7 @@ std::string StaleReason(const Catalog& cat, const std::string& dir,
   }
   std::vector<uint8_t> verdict(shards.size(), 0);  // 1: removed, 2: changed size
   UniqueFd dfd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  ParallelFor(shards.size(), 16, [&](size_t i) {
+  ParallelFor(stat_sizes ? shards.size() : 0, 16, [&](size_t i) {
     struct stat st;
     // Relative to the directory: no walk of its path per shard.
     const int rc = dfd.valid() ? ::fstatat(dfd.get(), shards[i].name.c_str(), &st, 0)
@@ -143,6 +145,16 @@ std::string StaleReason(const Catalog& cat, const std::string& dir,
   std::string r = reasons[0];
   if (reasons.size() > 1) r += ", and " + std::to_string(reasons.size() - 1) + " more";
   return r;
+}
+
+// Whether no entry of `dir` was added, removed or renamed since `file` (inside it) was written:
+// writing the catalog renames it into place, which stamps the directory's mtime and the file's
+// ctime alike, and any later change to the directory's entries moves its mtime past that.
+bool DirUnchangedSince(const std::string& dir, const std::string& file) {
+  struct stat d, f;
+  if (::stat(dir.c_str(), &d) != 0 || ::stat(file.c_str(), &f) != 0) return false;
+  return std::make_pair(d.st_mtim.tv_sec, d.st_mtim.tv_nsec) <=
+         std::make_pair(f.st_ctim.tv_sec, f.st_ctim.tv_nsec);
 }
 
 bool ListsExactly(const Catalog& cat, const std::vector<std::string>& names) {
@@ -167,20 +179,28 @@ Result<std::unique_ptr<PackSet>> PackSet::Open(const std::string& dir_in,
                                                const PackSetOptions& opts,
                                                const std::vector<std::string>& shard_files) {
   const std::string dir = StripSlashes(dir_in);
-  PACKFS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListShardFiles(dir));
-  if (!shard_files.empty()) names = shard_files;
-  if (names.empty()) return Status::NotFound(dir + " holds no pack-*.zip shards or *.tar files");
   const std::string prefix = opts.ref_prefix.empty() ? DefaultRefPrefix(dir) : opts.ref_prefix;
   const std::string catalog_path =
       opts.catalog_path.empty() ? dir + "/" + kCatalogFileName : opts.catalog_path;
   const std::string refresh = "run `mkpack catalog " + dir + "` to refresh it";
   using Use = PackSetOptions::CatalogUse;
 
+  Result<std::unique_ptr<Catalog>> cat = Status::NotFound("no catalog read");
+  if (opts.catalog_use != Use::kNone) cat = Catalog::Open(catalog_path);
+  std::vector<std::string> names;
+  if (shard_files.empty() && cat.ok() && (*cat)->shards().size() > opts.check_shards_at_open &&
+      opts.catalog_path.empty() && DirUnchangedSince(dir, catalog_path)) {
+    for (const ShardInfo& s : (*cat)->shards()) names.push_back(s.name);
+  } else {
+    PACKFS_ASSIGN_OR_RETURN(names, ListShardFiles(dir));
+    if (!shard_files.empty()) names = shard_files;
+  }
+  if (names.empty()) return Status::NotFound(dir + " holds no pack-*.zip shards or *.tar files");
+
   std::unique_ptr<PackSet> ps(new PackSet());
   ps->dir_ = dir;
   ps->on_network_fs_ = OnNetworkFilesystem(dir);
   if (opts.catalog_use != Use::kNone) {
-    Result<std::unique_ptr<Catalog>> cat = Catalog::Open(catalog_path);
     if (cat.ok() && !shard_files.empty() && !ListsExactly(**cat, names)) {
       // A catalog of the whole directory does not describe a chosen subset of its shards.
     } else if (std::vector<MissingShard> missing =
@@ -196,7 +216,8 @@ Result<std::unique_ptr<PackSet>> PackSet::Open(const std::string& dir_in,
                            ", or run `mkpack catalog --forget-missing " + dir + "` to drop " +
                            (one ? "its" : "their") + " members from the catalog");
     } else if (cat.ok()) {
-      std::string why = StaleReason(**cat, dir, names, prefix);
+      std::string why = StaleReason(**cat, dir, names, prefix,
+                                    (*cat)->shards().size() <= opts.check_shards_at_open);
       if (why.empty()) {
         ps->catalog_ = std::move(cat).value();
         ps->using_catalog_file_ = true;

@@ -40,6 +40,15 @@ struct PackSetOptions {
   std::string ref_prefix;
   int index_threads = 0;      // 0: one per core
   size_t max_open_shards = 0; // 0: derived from RLIMIT_NOFILE
+  // A set of at most this many shards is checked against its catalog at open: the directory is
+  // listed (a shard added or removed makes the catalog stale) and every shard stat'ed (one rewritten
+  // in place does too; under kAuto a stale catalog is replaced by indexing in memory). A larger set
+  // is not listed when the directory has not changed since the catalog was written into it (its
+  // mtime is not after the catalog's ctime, so no entry was added, removed or renamed since), and
+  // each shard's size and mtime are checked when it is first opened (a changed one fails its reads
+  // with EIO, saying how to refresh): a mount of 100,000 shards must not list and stat them all
+  // before it answers, and could not index them in memory anyway.
+  size_t check_shards_at_open = 4096;
 };
 
 
@@ -156,6 +165,9 @@ bool OnNetworkFilesystem(const std::string& path);
 // without zip shards lists its tar shards ("*.tar", name order) instead. Other files are ignored.
 // Fails when `dir` is not a readable directory.
 Result<std::vector<std::string>> ListShardFiles(const std::string& dir);
+// Whether `dir` holds any shard file ListShardFiles would list; stops at the first one, so that
+// telling a pack directory from a loose one does not list 100,000 shards (PackSet::Open does).
+Result<bool> HoldsShardFiles(const std::string& dir);
 
 // Indexes every shard of `dir` (in parallel) into CatalogData. Shards whose name, size and mtime
 // match `reuse` (a previous catalog, may be null) are taken from it without reading them.

@@ -340,9 +340,9 @@ Result<Plan> MakePlan(const Cli& cli) {
 // A directory without shards that holds meta/info.json is a LeRobot dataset kept as plain files.
 bool IsLooseDataset(const std::string& dir, const std::vector<std::string>& shard_files) {
   if (!shard_files.empty()) return false;
-  Result<std::vector<std::string>> shards = ListShardFiles(dir);
+  Result<bool> packed = HoldsShardFiles(dir);
   struct stat st;
-  return shards.ok() && shards->empty() && ::stat((dir + "/meta/info.json").c_str(), &st) == 0;
+  return packed.ok() && !*packed && ::stat((dir + "/meta/info.json").c_str(), &st) == 0;
 }
 
 // The LeRobot v2.1 view of `set` when it is (or is told to be) a LeRobot v3 dataset; null when
