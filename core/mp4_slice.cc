@@ -39,8 +39,9 @@ bool BackToSync(const Mp4Track& t, size_t i, int64_t pts, size_t* out) {
   return false;
 }
 
-// Finishes a cut: media duration and the edit's media_time for presentation start `start_pts`.
-Status FinishCut(const Mp4Movie& m, TrackCut* c, int64_t start_pts, double seconds) {
+// Finishes a cut: media duration, the edit's media_time for presentation start `start_pts`, and
+// its segment duration (in the output movie's timescale).
+Status FinishCut(const Mp4Movie& m, TrackCut* c, int64_t start_pts, uint64_t segment_duration) {
   const Mp4Track& t = *c->track;
   for (size_t i = c->first; i <= c->last; ++i) c->media_duration += t.samples[i].duration;
   c->media_time = start_pts + t.presentation_shift - t.samples[c->first].dts;
@@ -53,13 +54,13 @@ Status FinishCut(const Mp4Movie& m, TrackCut* c, int64_t start_pts, double secon
                                   "composition offsets), which packfs cannot slice");
     }
   }
-  c->segment_duration =
-      static_cast<uint64_t>(std::llround(seconds * static_cast<double>(m.movie_timescale())));
+  c->segment_duration = segment_duration;
   return Status::OK();
 }
 
 // A secondary track cut to the seconds [t0, t1); false when no sample overlaps.
-bool CutByTime(const Mp4Movie& m, const Mp4Track& t, double t0, double t1, TrackCut* c) {
+bool CutByTime(const Mp4Movie& m, const Mp4Track& t, double t0, double t1,
+               uint32_t movie_timescale, TrackCut* c) {
   auto a0 = static_cast<int64_t>(std::llround(t0 * t.timescale));
   auto a1 = static_cast<int64_t>(std::llround(t1 * t.timescale));
   size_t lo = std::numeric_limits<size_t>::max(), hi = 0;
@@ -73,7 +74,8 @@ bool CutByTime(const Mp4Movie& m, const Mp4Track& t, double t0, double t1, Track
   if (lo > hi || !BackToSync(t, lo, a0, &c->first)) return false;
   c->track = &t;
   c->last = hi;
-  return FinishCut(m, c, a0, t1 - t0).ok();
+  const auto segment = static_cast<uint64_t>(std::llround((t1 - t0) * movie_timescale));
+  return FinishCut(m, c, a0, segment).ok();
 }
 
 // Source byte ranges of every kept sample, merged into extents; fills each cut's out_pos.
@@ -119,9 +121,10 @@ std::vector<Mp4Extent> Layout(std::vector<TrackCut>* cuts) {
 }
 
 // Copies a full box whose header is `whole`, replacing the duration field at `v0_at`/`v1_at`
-// (payload offsets for version 0/1) with `duration`.
+// (payload offsets for version 0/1) with `duration`, and when `timescale` is not 0 the 32-bit
+// timescale field just before it.
 void PatchedDurationBox(BoxWriter& w, std::span<const uint8_t> whole, size_t v0_at, size_t v1_at,
-                        uint64_t duration) {
+                        uint64_t duration, uint32_t timescale = 0) {
   size_t header = (whole[0] == 0 && whole[1] == 0 && whole[2] == 0 && whole[3] == 1) ? 16 : 8;
   uint32_t type = (uint32_t{whole[4]} << 24) | (uint32_t{whole[5]} << 16) |
                   (uint32_t{whole[6]} << 8) | whole[7];
@@ -132,6 +135,9 @@ void PatchedDurationBox(BoxWriter& w, std::span<const uint8_t> whole, size_t v0_
   if (!v1) duration = std::min<uint64_t>(duration, 0xffffffffu);
   for (size_t k = 0; k < width; ++k) {
     payload[at + k] = static_cast<uint8_t>(duration >> (8 * (width - 1 - k)));
+  }
+  for (size_t k = 0; timescale != 0 && k < 4; ++k) {
+    payload[at - 4 + k] = static_cast<uint8_t>(timescale >> (8 * (3 - k)));
   }
   size_t b = w.Begin(type);
   w.Bytes(payload);
@@ -223,14 +229,15 @@ void WriteStbl(BoxWriter& w, const TrackCut& c, uint64_t base, bool co64) {
   w.End(stbl);
 }
 
+// `movie_timescale`: the output's (the video track's), which every segment_duration is in.
 std::vector<uint8_t> WriteMoov(const Mp4Movie& m, const std::vector<TrackCut>& cuts,
-                               uint64_t base, bool co64) {
+                               uint32_t movie_timescale, uint64_t base, bool co64) {
   std::vector<uint8_t> out;
   BoxWriter w(&out);
   size_t moov = w.Begin(FourCC("moov"));
   uint64_t movie_duration = 0;
   for (const auto& c : cuts) movie_duration = std::max(movie_duration, c.segment_duration);
-  PatchedDurationBox(w, m.mvhd(), 16, 24, movie_duration);
+  PatchedDurationBox(w, m.mvhd(), 16, 24, movie_duration, movie_timescale);
   for (const auto& c : cuts) {
     const Mp4Track& t = *c.track;
     size_t trak = w.Begin(FourCC("trak"));
@@ -330,14 +337,19 @@ Result<Mp4Slice> SliceMp4(const Mp4Movie& m, const Mp4SliceRequest& req) {
                               std::to_string(req.from_seconds) + " s");
   }
   double t0 = static_cast<double>(start_pts) / ts, t1 = static_cast<double>(end_pts) / ts;
-  PACKFS_RETURN_IF_ERROR(FinishCut(m, &vc, start_pts, t1 - t0));
+  // The output movie keeps the video's own timescale, so the edit list holds the episode's
+  // duration exactly (a 1000-tick movie timescale would round it to the millisecond, and a player
+  // converting that back would cut or pad the last frame by a few ticks).
+  const uint32_t movie_timescale = v->timescale;
+  PACKFS_RETURN_IF_ERROR(
+      FinishCut(m, &vc, start_pts, static_cast<uint64_t>(end_pts - start_pts)));
   std::vector<TrackCut> cuts;
   for (const auto& t : m.tracks()) {
     if (&t == v) {
       cuts.push_back(vc);
     } else {
       TrackCut c;
-      if (CutByTime(m, t, t0, t1, &c)) cuts.push_back(std::move(c));
+      if (CutByTime(m, t, t0, t1, movie_timescale, &c)) cuts.push_back(std::move(c));
     }
   }
 
@@ -349,14 +361,14 @@ Result<Mp4Slice> SliceMp4(const Mp4Movie& m, const Mp4SliceRequest& req) {
   const std::vector<uint8_t>& ftyp = m.ftyp();
   // The moov's size does not depend on the offsets it holds, only on stco vs co64.
   bool co64 = false;
-  uint64_t moov_size = WriteMoov(m, cuts, 0, false).size();
+  uint64_t moov_size = WriteMoov(m, cuts, movie_timescale, 0, false).size();
   if (ftyp.size() + moov_size + mdat_header + payload > 0xffffffffu) {
     co64 = true;
-    moov_size = WriteMoov(m, cuts, 0, true).size();
+    moov_size = WriteMoov(m, cuts, movie_timescale, 0, true).size();
   }
   uint64_t base = ftyp.size() + moov_size + mdat_header;
   out.head = ftyp;
-  std::vector<uint8_t> moov = WriteMoov(m, cuts, base, co64);
+  std::vector<uint8_t> moov = WriteMoov(m, cuts, movie_timescale, base, co64);
   out.head.insert(out.head.end(), moov.begin(), moov.end());
   BoxWriter w(&out.head);
   if (mdat_header == 16) {

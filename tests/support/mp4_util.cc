@@ -1,6 +1,7 @@
 // MP4 test helpers over real ffmpeg/ffprobe.
 #include "tests/support/mp4_util.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -59,7 +60,7 @@ int64_t CountFrames(const std::string& path) {
 
 FramesAndDuration ProbeFramesAndDuration(const std::string& path) {
   RunResult r = Run({"ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0",
-                     "-show_entries", "stream=nb_read_frames:format=duration", "-of",
+                     "-show_entries", "stream=nb_read_frames,duration_ts,time_base:format=duration", "-of",
                      "default=noprint_wrappers=1", path});
   FramesAndDuration fd;
   if (r.exit_code != 0) return fd;
@@ -68,8 +69,29 @@ FramesAndDuration ProbeFramesAndDuration(const std::string& path) {
   while (std::getline(in, line)) {
     if (line.rfind("nb_read_frames=", 0) == 0) fd.frames = std::strtoll(line.c_str() + 15, nullptr, 10);
     if (line.rfind("duration=", 0) == 0) fd.duration = std::strtod(line.c_str() + 9, nullptr);
+    if (line.rfind("duration_ts=", 0) == 0) {
+      fd.duration_ts = std::strtoll(line.c_str() + 12, nullptr, 10);
+    }
+    if (line.rfind("time_base=", 0) == 0) fd.time_base = line.substr(10);
   }
   return fd;
+}
+
+std::vector<std::pair<int64_t, int64_t>> ProbeVideoPackets(const std::string& path) {
+  RunResult r = Run({"ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
+                     "packet=pts,duration", "-of", "csv=p=0", path});
+  std::vector<std::pair<int64_t, int64_t>> out;
+  if (r.exit_code != 0) return out;
+  std::istringstream in(r.out);
+  std::string line;
+  while (std::getline(in, line)) {
+    char* end = nullptr;
+    const int64_t pts = std::strtoll(line.c_str(), &end, 10);
+    if (end == nullptr || *end != ',') return {};
+    out.emplace_back(pts, std::strtoll(end + 1, nullptr, 10));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 double ProbeDuration(const std::string& path) {

@@ -30,8 +30,13 @@ double ProbeDuration(const std::string& path);
 struct FramesAndDuration {
   int64_t frames = -1;
   double duration = -1;
+  int64_t duration_ts = -1;  // the video stream's, in its time base
+  std::string time_base;     // "1/15360"
 };
 FramesAndDuration ProbeFramesAndDuration(const std::string& path);
+// (pts, duration) of every packet of the first video stream, in presentation order, as ffprobe
+// reads them (time base of the stream); empty on error.
+std::vector<std::pair<int64_t, int64_t>> ProbeVideoPackets(const std::string& path);
 // Rewrites every stco box of a moov-at-end MP4 as co64 (sizes of parents fixed up); mdat offsets
 // are unchanged because moov follows mdat. Returns the new file bytes (empty on failure).
 std::vector<uint8_t> RewriteStcoAsCo64(const std::vector<uint8_t>& file);
