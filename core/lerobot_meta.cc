@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 #include <set>
 
@@ -284,6 +285,37 @@ std::string LeRobotV21VideoPath(const LeRobotInfo& info, uint64_t episode,
        {"video_key", std::string(video_key)},
        {"episode_index", episode}});
   return std::move(r).value();  // a fixed, valid template cannot fail
+}
+
+std::string DescribeEpisodeTimestampMismatch(const std::vector<Episode>& episodes, double fps) {
+  if (!(fps > 0)) return "";
+  uint64_t off = 0, with_video = 0;  // episodes
+  double lo = 0, hi = 0;  // (to - from) * fps - length, over the videos that disagree
+  bool any = false;
+  for (const Episode& e : episodes) {
+    bool disagrees = false;
+    for (const EpisodeVideo& v : e.videos) {
+      const double frames =
+          (v.to_timestamp - v.from_timestamp) * fps - static_cast<double>(e.length);
+      if (std::fabs(frames) <= 0.25) continue;
+      lo = any ? std::min(lo, frames) : frames;
+      hi = any ? std::max(hi, frames) : frames;
+      any = disagrees = true;
+    }
+    with_video += e.videos.empty() ? 0 : 1;
+    off += disagrees ? 1 : 0;
+  }
+  if (off == 0) return "";
+  auto frames_text = [&](double f) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%+.2f frames (%+.1f ms)", f, f * 1000 / fps);
+    return std::string(buf);
+  };
+  std::string by = frames_text(lo);
+  if (hi - lo > 0.01) by = "from " + by + " to " + frames_text(hi);
+  return "meta/episodes: to_timestamp - from_timestamp differs from length / fps in " +
+         std::to_string(off) + " of " + std::to_string(with_video) + " episodes, by " + by +
+         "; each episode video shows `length` frames from its from_timestamp";
 }
 
 std::string LeRobotEpisodeJsonLine(const Episode& episode) {

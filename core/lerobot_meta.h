@@ -71,6 +71,12 @@ Result<std::string> LeRobotVideoPath(const LeRobotInfo& info, const EpisodeVideo
 std::string LeRobotV21VideoPath(const LeRobotInfo& info, uint64_t episode,
                                 std::string_view video_key);
 
+// "" when every episode video's to_timestamp - from_timestamp is length / fps within a quarter
+// frame; otherwise one line for the log saying in how many episodes they disagree and by how much
+// (in frames and ms, the range when it varies) and that `length` decides. LeRobot's own datasets
+// have been seen with (length - 1) / fps in every episode.
+std::string DescribeEpisodeTimestampMismatch(const std::vector<Episode>& episodes, double fps);
+
 // One meta/episodes.jsonl line (v2.1 style), without a newline:
 // {"episode_index":0,"tasks":["..."],"length":373}
 std::string LeRobotEpisodeJsonLine(const Episode& episode);

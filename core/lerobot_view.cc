@@ -147,6 +147,7 @@ Result<LeRobotPlan> PlanLeRobotView(const PackSet& dataset, const LeRobotInfo& i
     raw.push_back(sources.back().get());
   }
   PACKFS_ASSIGN_OR_RETURN(plan.episodes, ReadLeRobotEpisodes(raw, info));
+  plan.timestamp_note = DescribeEpisodeTimestampMismatch(plan.episodes, info.fps);
 
   // One planned file per episode and camera; then each source MP4 parsed once, its episodes
   // sliced for their sizes.
@@ -297,6 +298,7 @@ Result<std::unique_ptr<PackSet>> OpenLeRobotView(const PackSet& dataset, LeRobot
     data.problems.push_back("source MP4 missing, not shown: " + DescribeMissingSource(m) +
                             "; restore the file and remount to see them");
   }
+  if (!plan.timestamp_note.empty()) data.problems.push_back(plan.timestamp_note);
 
   auto opener_impl = std::make_shared<EpisodeVideoOpener>(dataset, opts.movie_cache_entries);
   auto videos = std::make_shared<const std::vector<EpisodeVideoFile>>(std::move(plan.videos));

@@ -60,6 +60,7 @@ struct LeRobotPlan {
                                          // only those whose source MP4 is present
   std::vector<MissingLeRobotSource> missing;  // source key order; empty for a whole dataset
   std::string episodes_jsonl;            // meta/episodes.jsonl (every episode)
+  std::string timestamp_note;  // DescribeEpisodeTimestampMismatch: "" when they agree
 };
 // Plans the view. A source MP4 the dataset does not hold is not an error: its episode videos go
 // to `missing` instead of `videos`, and the caller decides (the mount warns, `mkpack

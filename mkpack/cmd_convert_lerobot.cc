@@ -248,6 +248,9 @@ int RunConvertLeRobot(const LeRobotArgs& a) {
   if (!conv.ok()) return fail(conv.status());
   Converted& c = *conv;
   const size_t skipped = Skipped(c.plan).size();
+  if (!c.plan.timestamp_note.empty()) {
+    std::fprintf(stderr, "mkpack convert-lerobot: note: %s\n", c.plan.timestamp_note.c_str());
+  }
   if (skipped > 0) {
     std::fprintf(stderr,
                  "mkpack convert-lerobot: skipping %zu episode video(s): %zu source MP4(s) of %s "

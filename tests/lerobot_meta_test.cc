@@ -80,9 +80,40 @@ TEST(LeRobotMetaTest, EpisodesOfRealDataset) {
     }
   }
   EXPECT_EQ(eps[0].videos[0].from_timestamp, 0.0);
+  EXPECT_EQ(DescribeEpisodeTimestampMismatch(eps, info.fps), "");
   EXPECT_EQ(LeRobotEpisodeJsonLine(eps[1]),
             "{\"episode_index\":1,\"tasks\":[\"Pick the orange cube and place it in the box\"],"
             "\"length\":374}");
+}
+
+// Spans of (length - 1) / fps, as a real 50-episode dataset has them: one line saying how many
+// and by how much; a range when the difference varies; nothing within a quarter frame.
+TEST(LeRobotMetaTest, TimestampsThatDisagreeWithLengthsAreDescribedOnce) {
+  auto episode = [](uint64_t index, uint64_t length, double from, double span_frames) {
+    Episode e;
+    e.index = index;
+    e.length = length;
+    for (const char* key : {"cam.a", "cam.b"}) {
+      e.videos.push_back(EpisodeVideo{key, 0, 0, from, from + span_frames / 30.0});
+    }
+    return e;
+  };
+  std::vector<Episode> eps = {episode(0, 300, 0, 299), episode(1, 200, 10, 199),
+                              episode(2, 100, 20, 99)};
+  EXPECT_EQ(DescribeEpisodeTimestampMismatch(eps, 30),
+            "meta/episodes: to_timestamp - from_timestamp differs from length / fps in 3 of 3 "
+            "episodes, by -1.00 frames (-33.3 ms); each episode video shows `length` frames from "
+            "its from_timestamp");
+  eps[1] = episode(1, 200, 10, 202);
+  eps.push_back(episode(3, 50, 30, 50.2));
+  const std::string ranged = DescribeEpisodeTimestampMismatch(eps, 30);
+  EXPECT_NE(ranged.find(" 3 of 4 episodes, by from -1.00 frames (-33.3 ms) to +2.00 frames "
+                        "(+66.7 ms);"),
+            std::string::npos)
+      << ranged;
+  std::vector<Episode> fine = {episode(0, 300, 0, 300.2), episode(1, 10, 1, 9.8)};
+  EXPECT_EQ(DescribeEpisodeTimestampMismatch(fine, 30), "");
+  EXPECT_EQ(DescribeEpisodeTimestampMismatch(eps, 0), "");
 }
 
 TEST(LeRobotMetaTest, DuplicateEpisodesAcrossFiles) {
