@@ -481,8 +481,9 @@ TEST_F(StaleTest, ALargeSetFindsAShardRewrittenInPlaceAtItsFirstRead) {
       << small.status().message();
 }
 
-// A directory whose entries changed after the catalog was written is listed and checked as a
-// small set is, however many shards it has. (The directory's mtime is moved past the catalog's
+// A directory whose entries changed after the catalog was written is listed, however many shards
+// it has, so that an added or removed shard is noticed at open (sizes still wait for each
+// shard's first open). (The directory's mtime is moved past the catalog's
 // ctime by hand: an entry added within the same clock tick as the catalog's rename cannot be told
 // from none by timestamps, and this test must not depend on that tick.)
 TEST_F(StaleTest, ALargeSetWhoseDirectoryChangedIsChecked) {
