@@ -1,22 +1,18 @@
-// Page decoding for Parquet column chunks: decompression, RLE/bit-packed hybrid levels and
-// dictionary indices, PLAIN values. Every count read from the file is checked against the bytes
-// present or the caller's limits before anything is allocated.
+// Page decoding for Parquet column chunks: the page loop (v1 and v2 data pages, the dictionary),
+// RLE/bit-packed hybrid levels, dictionary indices and booleans, PLAIN values, and dispatch to the
+// other value encodings. Every count read from the file is checked against the bytes present or
+// the caller's limits before anything is allocated.
 #include "core/parquet_pages.h"
-
-#include <snappy.h>
 
 #include <cstring>
 #include <optional>
 #include <utility>
 
 #include "core/byte_reader.h"
+#include "core/parquet_encodings.h"
 
 namespace packfs::parquet {
 namespace {
-
-// Snappy expands at most ~21x (a 3-byte copy op yields 64 bytes); a page declaring more than this
-// is hostile, so the check runs before the output buffer is allocated.
-constexpr uint64_t kMaxSnappyRatio = 32;
 
 uint32_t BitWidth(uint32_t max_level) {
   uint32_t w = 0;
@@ -101,16 +97,9 @@ class RleDecoder {
   uint64_t bit_pos_ = 0;
 };
 
-// Decodes n levels stored v1-style (4-byte length, then RLE hybrid); advances *r.
-Status DecodeLevels(ByteReader* r, int32_t encoding, uint32_t max_level, uint64_t n,
-                    const char* what, std::vector<uint32_t>* out) {
-  if (encoding != kRle) {
-    return Status::NotSupported(std::string(what) + " levels use encoding " +
-                                EncodingName(encoding) + " (only RLE is supported)");
-  }
-  uint32_t len = r->U32();
-  auto data = r->Bytes(len);
-  if (!r->ok()) return Status::Corruption(std::string(what) + " levels overrun the page");
+// Appends n levels from an RLE/bit-packed hybrid run of exactly `data`, each at most max_level.
+Status DecodeRleLevels(std::span<const uint8_t> data, uint32_t max_level, uint64_t n,
+                       const char* what, std::vector<uint32_t>* out) {
   size_t start = out->size();
   RleDecoder dec(data, BitWidth(max_level));
   if (!dec.Get(n, out)) return Status::Corruption(std::string(what) + " levels are truncated");
@@ -121,6 +110,19 @@ Status DecodeLevels(ByteReader* r, int32_t encoding, uint32_t max_level, uint64_
     }
   }
   return Status::OK();
+}
+
+// Decodes n levels stored v1-style (4-byte length, then RLE hybrid); advances *r.
+Status DecodeLevelsV1(ByteReader* r, int32_t encoding, uint32_t max_level, uint64_t n,
+                      const char* what, std::vector<uint32_t>* out) {
+  if (encoding != kRle) {
+    return Status::NotSupported(std::string(what) + " levels use encoding " +
+                                EncodingName(encoding) + " (only RLE is supported)");
+  }
+  uint32_t len = r->U32();
+  auto data = r->Bytes(len);
+  if (!r->ok()) return Status::Corruption(std::string(what) + " levels overrun the page");
+  return DecodeRleLevels(data, max_level, n, what, out);
 }
 
 // Appends n PLAIN values of `type` from *r to *out.
@@ -221,40 +223,170 @@ Status DecodeDictIndices(ByteReader* r, int32_t type, uint64_t n, const ColumnVa
   return Status::OK();
 }
 
-// Returns the page body uncompressed (in *storage when decompression was needed).
-Result<std::span<const uint8_t>> Decompress(std::span<const uint8_t> body, int32_t codec,
-                                            int32_t uncompressed_size,
-                                            std::vector<uint8_t>* storage) {
-  if (codec == kUncompressed) return body;
-  if (codec != kSnappy) {
-    return Status::NotSupported("compression codec " + CodecName(codec) +
-                                " is not supported (only UNCOMPRESSED and SNAPPY)");
+// Appends n BOOLEAN values stored as RLE: a 4-byte length, then a 1-bit RLE/bit-packed hybrid
+// (the length prefix is there in v1 and v2 pages alike).
+Status DecodeRleBooleans(ByteReader* r, uint64_t n, ColumnValues* out, const DecodeLimits& limits,
+                         uint64_t* bytes_used) {
+  const uint32_t len = r->U32();
+  auto data = r->Bytes(len);
+  if (!r->ok()) return Status::Corruption("RLE booleans overrun the page");
+  *bytes_used += 8 * n;
+  if (*bytes_used > limits.max_value_bytes) {
+    return Status::NotSupported("decoded values exceed the limit of " +
+                                std::to_string(limits.max_value_bytes) + " bytes");
   }
-  size_t len = 0;
-  const char* in = reinterpret_cast<const char*>(body.data());
-  if (!snappy::GetUncompressedLength(in, body.size(), &len)) {
-    return Status::Corruption("bad SNAPPY page");
+  std::vector<uint32_t> bits;
+  bits.reserve(n);
+  RleDecoder dec(data, 1);
+  if (!dec.Get(n, &bits)) return Status::Corruption("RLE booleans are truncated");
+  out->ints.insert(out->ints.end(), bits.begin(), bits.end());
+  return Status::OK();
+}
+
+// Appends the n present (non-null) values of one data page, held in `data` with `encoding`.
+Status DecodeValues(std::span<const uint8_t> data, int32_t encoding, int32_t type, uint64_t n,
+                    const std::optional<ColumnValues>& dict, ColumnValues* out,
+                    const DecodeLimits& limits, uint64_t* bytes_used) {
+  if (n == 0) return Status::OK();  // an all-null page: writers may leave the values empty
+  const auto wrong_type = [&] {
+    return Status::NotSupported("value encoding " + EncodingName(encoding) + " for " +
+                                TypeName(type) + " values is not supported");
+  };
+  ByteReader r(data);
+  switch (encoding) {
+    case kPlain: return DecodePlain(&r, type, n, out, limits, bytes_used);
+    case kPlainDictionary:
+    case kRleDictionary:
+      if (!dict) return Status::Corruption("dictionary-encoded page without a dictionary page");
+      return DecodeDictIndices(&r, type, n, *dict, out, limits, bytes_used);
+    case kRle:
+      if (type != kBoolean) return wrong_type();
+      return DecodeRleBooleans(&r, n, out, limits, bytes_used);
+    case kDeltaBinaryPacked:
+      if (type != kInt32 && type != kInt64) return wrong_type();
+      return DecodeDeltaBinaryPacked(data, n, type == kInt32, limits.max_value_bytes, bytes_used,
+                                     &out->ints)
+          .status();
+    case kDeltaLengthByteArray:
+      if (type != kByteArray) return wrong_type();
+      return DecodeDeltaLengthByteArray(data, n, limits.max_value_bytes, bytes_used,
+                                        &out->strings)
+          .status();
+    case kDeltaByteArray:
+      if (type != kByteArray) return wrong_type();
+      return DecodeDeltaByteArray(data, n, limits.max_value_bytes, bytes_used, &out->strings)
+          .status();
+    case kByteStreamSplit: {
+      if (type != kInt32 && type != kInt64 && type != kFloat && type != kDouble) {
+        return wrong_type();
+      }
+      std::vector<uint8_t> plain;
+      const size_t width = (type == kInt32 || type == kFloat) ? 4 : 8;
+      PACKFS_RETURN_IF_ERROR(UnsplitByteStreams(data, n, width, &plain));
+      ByteReader pr(plain);
+      return DecodePlain(&pr, type, n, out, limits, bytes_used);
+    }
+    default:
+      return Status::NotSupported("value encoding " + EncodingName(encoding) +
+                                  " is not supported");
   }
-  if (uncompressed_size < 0 || len != static_cast<uint64_t>(uncompressed_size) ||
-      len > body.size() * kMaxSnappyRatio + 64) {
-    return Status::Corruption("SNAPPY page declares " + std::to_string(len) +
-                              " bytes, the page header " + std::to_string(uncompressed_size));
+}
+
+// Counts the entries of def[start..] at max_def: the values present in a page.
+uint64_t CountPresent(const std::vector<uint32_t>& def, size_t start, uint32_t max_def) {
+  uint64_t present = 0;
+  for (size_t i = start; i < def.size(); ++i) present += def[i] == max_def;
+  return present;
+}
+
+// Checks a data page's level count against what the column chunk has left.
+Status CheckPageValues(int32_t num_values, uint64_t left) {
+  if (num_values < 0 || static_cast<uint64_t>(num_values) > left) {
+    return Status::Corruption("data page declares " + std::to_string(num_values) +
+                              " values, the column chunk has " + std::to_string(left) + " left");
   }
-  storage->resize(len);
-  if (!snappy::RawUncompress(in, body.size(), reinterpret_cast<char*>(storage->data()))) {
-    return Status::Corruption("bad SNAPPY page");
+  return Status::OK();
+}
+
+// A DATA_PAGE (v1): levels and values compressed together, levels with length prefixes.
+Status DecodeDataPageV1(std::span<const uint8_t> body, const PageHeader& h,
+                        const ColumnMetaData& meta, const LeafShape& shape, uint64_t left,
+                        const std::optional<ColumnValues>& dict, const DecodeLimits& limits,
+                        ColumnValues* out, uint64_t* bytes_used, std::vector<uint8_t>* storage) {
+  if (!h.data) return Status::Corruption("data page without its header");
+  const DataPageHeader& dh = *h.data;
+  PACKFS_RETURN_IF_ERROR(CheckPageValues(dh.num_values, left));
+  const uint64_t n = static_cast<uint64_t>(dh.num_values);
+  PACKFS_ASSIGN_OR_RETURN(auto data, Decompress(body, meta.codec, h.uncompressed_page_size,
+                                                limits.max_page_bytes, storage));
+  ByteReader r(data);
+  if (shape.max_rep > 0) {
+    PACKFS_RETURN_IF_ERROR(DecodeLevelsV1(&r, dh.repetition_level_encoding, shape.max_rep, n,
+                                          "repetition", &out->rep));
   }
-  return std::span<const uint8_t>(*storage);
+  uint64_t present = n;
+  if (shape.max_def > 0) {
+    const size_t start = out->def.size();
+    PACKFS_RETURN_IF_ERROR(DecodeLevelsV1(&r, dh.definition_level_encoding, shape.max_def, n,
+                                          "definition", &out->def));
+    present = CountPresent(out->def, start, shape.max_def);
+  }
+  PACKFS_RETURN_IF_ERROR(DecodeValues(data.subspan(r.pos()), dh.encoding, shape.type, present,
+                                      dict, out, limits, bytes_used));
+  out->num_levels += n;
+  return Status::OK();
+}
+
+// A DATA_PAGE_V2: repetition levels, then definition levels, both uncompressed RLE hybrids
+// without length prefixes, then the values, compressed only when is_compressed says so. The
+// page sizes count the levels too.
+Status DecodeDataPageV2(std::span<const uint8_t> body, const PageHeader& h,
+                        const ColumnMetaData& meta, const LeafShape& shape, uint64_t left,
+                        const std::optional<ColumnValues>& dict, const DecodeLimits& limits,
+                        ColumnValues* out, uint64_t* bytes_used, std::vector<uint8_t>* storage) {
+  if (!h.data_v2) return Status::Corruption("DATA_PAGE_V2 without its header");
+  const DataPageHeaderV2& dh = *h.data_v2;
+  PACKFS_RETURN_IF_ERROR(CheckPageValues(dh.num_values, left));
+  const uint64_t n = static_cast<uint64_t>(dh.num_values);
+  if (dh.num_nulls < 0 || dh.num_nulls > dh.num_values || dh.num_rows < 0) {
+    return Status::Corruption("DATA_PAGE_V2 declares " + std::to_string(dh.num_nulls) +
+                              " nulls and " + std::to_string(dh.num_rows) + " rows for " +
+                              std::to_string(dh.num_values) + " values");
+  }
+  const int64_t rep_len = dh.repetition_levels_byte_length;
+  const int64_t def_len = dh.definition_levels_byte_length;
+  if (rep_len < 0 || def_len < 0 || static_cast<uint64_t>(rep_len + def_len) > body.size() ||
+      rep_len + def_len > h.uncompressed_page_size) {
+    return Status::Corruption("DATA_PAGE_V2 levels of " + std::to_string(rep_len) + " + " +
+                              std::to_string(def_len) + " bytes overrun the page of " +
+                              std::to_string(body.size()) + " bytes");
+  }
+  const size_t levels = static_cast<size_t>(rep_len + def_len);
+  if (shape.max_rep > 0) {
+    PACKFS_RETURN_IF_ERROR(DecodeRleLevels(body.first(static_cast<size_t>(rep_len)),
+                                           shape.max_rep, n, "repetition", &out->rep));
+  }
+  uint64_t present = n;
+  if (shape.max_def > 0) {
+    const size_t start = out->def.size();
+    PACKFS_RETURN_IF_ERROR(
+        DecodeRleLevels(body.subspan(static_cast<size_t>(rep_len), static_cast<size_t>(def_len)),
+                        shape.max_def, n, "definition", &out->def));
+    present = CountPresent(out->def, start, shape.max_def);
+  }
+  std::span<const uint8_t> values = body.subspan(levels);
+  const int64_t values_size = int64_t{h.uncompressed_page_size} - rep_len - def_len;
+  if (dh.is_compressed && !(values.empty() && values_size == 0)) {
+    PACKFS_ASSIGN_OR_RETURN(values, Decompress(values, meta.codec, values_size,
+                                               limits.max_page_bytes, storage));
+  }
+  PACKFS_RETURN_IF_ERROR(
+      DecodeValues(values, dh.encoding, shape.type, present, dict, out, limits, bytes_used));
+  out->num_levels += n;
+  return Status::OK();
 }
 
 }  // namespace
-
-std::string CodecName(int32_t codec) {
-  static constexpr const char* kNames[] = {"UNCOMPRESSED", "SNAPPY", "GZIP",   "LZO",
-                                           "BROTLI",       "LZ4",    "ZSTD",   "LZ4_RAW"};
-  if (codec >= 0 && codec < 8) return kNames[codec];
-  return "#" + std::to_string(codec);
-}
 
 std::string EncodingName(int32_t encoding) {
   static constexpr const char* kNames[] = {"PLAIN",
@@ -273,7 +405,8 @@ std::string EncodingName(int32_t encoding) {
 
 std::string TypeName(int32_t type) {
   static constexpr const char* kNames[] = {"BOOLEAN", "INT32",  "INT64",      "INT96",
-                                           "FLOAT",   "DOUBLE", "BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"};
+                                           "FLOAT",   "DOUBLE", "BYTE_ARRAY",
+                                           "FIXED_LEN_BYTE_ARRAY"};
   if (type >= 0 && type < 8) return kNames[type];
   return "#" + std::to_string(type);
 }
@@ -303,7 +436,6 @@ Status DecodeColumnChunk(std::span<const uint8_t> chunk, const ColumnMetaData& m
     pos += body.size();
 
     if (h.type == kIndexPage) continue;
-    if (h.type == kDataPageV2) return Status::NotSupported("DATA_PAGE_V2 pages are not supported");
     if (h.type == kDictionaryPage) {
       if (dict) return Status::Corruption("second dictionary page in a column chunk");
       if (!h.dictionary) return Status::Corruption("dictionary page without its header");
@@ -312,8 +444,8 @@ Status DecodeColumnChunk(std::span<const uint8_t> chunk, const ColumnMetaData& m
                                     EncodingName(h.dictionary->encoding) + " is not supported");
       }
       if (h.dictionary->num_values < 0) return Status::Corruption("negative dictionary size");
-      PACKFS_ASSIGN_OR_RETURN(auto data,
-                              Decompress(body, meta.codec, h.uncompressed_page_size, &storage));
+      PACKFS_ASSIGN_OR_RETURN(auto data, Decompress(body, meta.codec, h.uncompressed_page_size,
+                                                    limits.max_page_bytes, &storage));
       ByteReader r(data);
       dict.emplace();
       PACKFS_RETURN_IF_ERROR(DecodePlain(&r, shape.type,
@@ -321,44 +453,17 @@ Status DecodeColumnChunk(std::span<const uint8_t> chunk, const ColumnMetaData& m
                                          &*dict, limits, bytes_used));
       continue;
     }
-    if (h.type != kDataPage) {
+    const uint64_t before = out->num_levels;
+    if (h.type == kDataPage) {
+      PACKFS_RETURN_IF_ERROR(DecodeDataPageV1(body, h, meta, shape, want - seen, dict, limits,
+                                              out, bytes_used, &storage));
+    } else if (h.type == kDataPageV2) {
+      PACKFS_RETURN_IF_ERROR(DecodeDataPageV2(body, h, meta, shape, want - seen, dict, limits,
+                                              out, bytes_used, &storage));
+    } else {
       return Status::NotSupported("page type #" + std::to_string(h.type) + " is not supported");
     }
-    if (!h.data) return Status::Corruption("data page without its header");
-    const DataPageHeader& dh = *h.data;
-    if (dh.num_values < 0 || static_cast<uint64_t>(dh.num_values) > want - seen) {
-      return Status::Corruption("data page declares " + std::to_string(dh.num_values) +
-                                " values, the column chunk has " + std::to_string(want - seen) +
-                                " left");
-    }
-    const uint64_t n = static_cast<uint64_t>(dh.num_values);
-    PACKFS_ASSIGN_OR_RETURN(auto data,
-                            Decompress(body, meta.codec, h.uncompressed_page_size, &storage));
-    ByteReader r(data);
-    if (shape.max_rep > 0) {
-      PACKFS_RETURN_IF_ERROR(DecodeLevels(&r, dh.repetition_level_encoding, shape.max_rep, n,
-                                          "repetition", &out->rep));
-    }
-    uint64_t present = n;
-    if (shape.max_def > 0) {
-      size_t start = out->def.size();
-      PACKFS_RETURN_IF_ERROR(DecodeLevels(&r, dh.definition_level_encoding, shape.max_def, n,
-                                          "definition", &out->def));
-      present = 0;
-      for (size_t i = start; i < out->def.size(); ++i) present += out->def[i] == shape.max_def;
-    }
-    if (dh.encoding == kPlain) {
-      PACKFS_RETURN_IF_ERROR(DecodePlain(&r, shape.type, present, out, limits, bytes_used));
-    } else if (dh.encoding == kPlainDictionary || dh.encoding == kRleDictionary) {
-      if (!dict) return Status::Corruption("dictionary-encoded page without a dictionary page");
-      PACKFS_RETURN_IF_ERROR(
-          DecodeDictIndices(&r, shape.type, present, *dict, out, limits, bytes_used));
-    } else {
-      return Status::NotSupported("value encoding " + EncodingName(dh.encoding) +
-                                  " is not supported (only PLAIN and dictionary)");
-    }
-    seen += n;
-    out->num_levels += n;
+    seen += out->num_levels - before;
   }
   return Status::OK();
 }

@@ -1,7 +1,10 @@
-// Decoding of one Parquet column chunk's pages (internal to parquet_reader): DATA_PAGE v1 and
-// DICTIONARY_PAGE, codecs UNCOMPRESSED and SNAPPY, PLAIN and dictionary values, RLE/bit-packed
-// levels. Anything else is NotSupported, never guessed. Pure functions over bytes already read;
-// messages do not name the file or column (the caller prefixes them). Thread-compatible.
+// Decoding of one Parquet column chunk's pages (internal to parquet_reader): DATA_PAGE (v1),
+// DATA_PAGE_V2 and DICTIONARY_PAGE; codecs UNCOMPRESSED, SNAPPY, GZIP, ZSTD and LZ4_RAW
+// (parquet_codecs); values PLAIN, dictionary, RLE (BOOLEAN), DELTA_BINARY_PACKED,
+// DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY and BYTE_STREAM_SPLIT (parquet_encodings);
+// RLE/bit-packed levels. Anything else is NotSupported, never guessed. Pure functions over bytes
+// already read; messages do not name the file or column (the caller prefixes them).
+// Thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/parquet_codecs.h"
 #include "core/parquet_thrift.h"
 #include "core/status.h"
 
@@ -37,10 +41,10 @@ struct ColumnValues {
 struct DecodeLimits {
   uint64_t max_values = 0;       // level entries
   uint64_t max_value_bytes = 0;  // 8 per number, the length of each string
+  uint64_t max_page_bytes = 0;   // one page's declared uncompressed size
 };
 
-// Names for messages: "SNAPPY", "GZIP", "DELTA_BINARY_PACKED", "INT96", ...
-std::string CodecName(int32_t codec);
+// Names for messages: "DELTA_BINARY_PACKED", "INT96", ... (CodecName is in parquet_codecs.h).
 std::string EncodingName(int32_t encoding);
 std::string TypeName(int32_t type);
 

@@ -210,7 +210,8 @@ Status ParquetFile::ReadLeaf(size_t leaf_index, ColumnValues* out) const {
                                   " values, more than packfs reads from metadata tables");
     }
   }
-  const parquet::DecodeLimits limits{options_.max_column_values, options_.max_column_bytes};
+  const parquet::DecodeLimits limits{options_.max_column_values, options_.max_column_bytes,
+                                     options_.max_page_bytes};
   uint64_t bytes_used = 0;
   const uint64_t size = src_->size();
   for (size_t g = 0; g < meta_.row_groups.size(); ++g) {
@@ -309,8 +310,9 @@ Result<std::vector<std::optional<std::string>>> ParquetFile::ReadString(
   return AssembleFlat<std::string>(cv, leaf.shape.max_def, cv.strings, num_rows_, Where(leaf));
 }
 
-Result<std::vector<std::vector<std::string>>> ParquetFile::ReadStringList(
-    std::string_view list_column) const {
+Status ParquetFile::FindList(std::string_view list_column, const char* want,
+                             bool (*type_ok)(int32_t), size_t* leaf_index,
+                             uint32_t* elem_def) const {
   // Find the leaf two levels below the named group: <list_column>.<repeated group>.<element>.
   std::optional<size_t> found;
   for (size_t i = 0; i < leaves_.size(); ++i) {
@@ -338,22 +340,34 @@ Result<std::vector<std::vector<std::string>>> ParquetFile::ReadStringList(
     return Status::NotSupported(where + " is not a 3-level LIST of one repeated group (" +
                                 leaf.path + "); other nested layouts are not supported");
   }
-  if (leaf.shape.type != parquet::kByteArray) {
+  if (!type_ok(leaf.shape.type)) {
     return Status::InvalidArgument(where + " holds " + parquet::TypeName(leaf.shape.type) +
-                                   " elements, not strings");
+                                   " elements, not " + want);
   }
   // Definition level at which a list has at least one element.
-  uint32_t elem_def = 0;
+  uint32_t def = 0;
   for (size_t k = 0; k + 1 < chain.size(); ++k) {
-    elem_def += meta_.schema[chain[k]].repetition.value_or(parquet::kRequired) != parquet::kRequired;
+    def += meta_.schema[chain[k]].repetition.value_or(parquet::kRequired) != parquet::kRequired;
   }
-  ColumnValues cv;
-  PACKFS_RETURN_IF_ERROR(ReadLeaf(*found, &cv));
-  std::vector<std::vector<std::string>> rows;
+  *leaf_index = *found;
+  *elem_def = def;
+  return Status::OK();
+}
+
+template <typename T>
+Result<std::vector<std::vector<T>>> ParquetFile::AssembleList(std::string_view list_column,
+                                                              size_t leaf_index,
+                                                              uint32_t elem_def,
+                                                              ColumnValues* cv,
+                                                              std::vector<T>* values) const {
+  const Leaf& leaf = leaves_[leaf_index];
+  const std::string where = "Parquet file " + name() + ", column " + std::string(list_column);
+  PACKFS_RETURN_IF_ERROR(ReadLeaf(leaf_index, cv));
+  std::vector<std::vector<T>> rows;
   size_t k = 0;
-  for (uint64_t i = 0; i < cv.num_levels; ++i) {
-    const uint32_t def = cv.def.empty() ? leaf.shape.max_def : cv.def[i];
-    if (cv.rep[i] == 0) {
+  for (uint64_t i = 0; i < cv->num_levels; ++i) {
+    const uint32_t def = cv->def.empty() ? leaf.shape.max_def : cv->def[i];
+    if (cv->rep[i] == 0) {
       if (rows.size() >= num_rows_) {
         return Status::Corruption(where + " has more lists than the file has rows");
       }
@@ -363,14 +377,50 @@ Result<std::vector<std::vector<std::string>>> ParquetFile::ReadStringList(
     }
     if (def < elem_def) continue;  // null or empty list
     if (def != leaf.shape.max_def) return Status::NotSupported(where + " holds a null element");
-    if (k >= cv.strings.size()) return Status::Corruption(where + " has fewer values than levels");
-    rows.back().push_back(std::move(cv.strings[k++]));
+    if (k >= values->size()) return Status::Corruption(where + " has fewer values than levels");
+    rows.back().push_back(std::move((*values)[k++]));
   }
   if (rows.size() != num_rows_) {
     return Status::Corruption(where + " has " + std::to_string(rows.size()) + " lists for " +
                               std::to_string(num_rows_) + " rows");
   }
   return rows;
+}
+
+Result<std::vector<std::vector<std::string>>> ParquetFile::ReadStringList(
+    std::string_view list_column) const {
+  size_t leaf = 0;
+  uint32_t elem_def = 0;
+  PACKFS_RETURN_IF_ERROR(FindList(
+      list_column, "strings", [](int32_t t) { return t == parquet::kByteArray; }, &leaf,
+      &elem_def));
+  ColumnValues cv;
+  return AssembleList(list_column, leaf, elem_def, &cv, &cv.strings);
+}
+
+Result<std::vector<std::vector<int64_t>>> ParquetFile::ReadInt64List(
+    std::string_view list_column) const {
+  size_t leaf = 0;
+  uint32_t elem_def = 0;
+  PACKFS_RETURN_IF_ERROR(FindList(
+      list_column, "integers",
+      [](int32_t t) {
+        return t == parquet::kInt32 || t == parquet::kInt64 || t == parquet::kBoolean;
+      },
+      &leaf, &elem_def));
+  ColumnValues cv;
+  return AssembleList(list_column, leaf, elem_def, &cv, &cv.ints);
+}
+
+Result<std::vector<std::vector<double>>> ParquetFile::ReadDoubleList(
+    std::string_view list_column) const {
+  size_t leaf = 0;
+  uint32_t elem_def = 0;
+  PACKFS_RETURN_IF_ERROR(FindList(
+      list_column, "floating-point numbers",
+      [](int32_t t) { return t == parquet::kFloat || t == parquet::kDouble; }, &leaf, &elem_def));
+  ColumnValues cv;
+  return AssembleList(list_column, leaf, elem_def, &cv, &cv.doubles);
 }
 
 }  // namespace packfs

@@ -1,8 +1,9 @@
 // A small Parquet reader for the metadata tables of LeRobot datasets: opens the footer of a file
 // read through a ShardSource (a loose file or a member inside a pack set) and reads whole columns
-// by dotted path. Supports what pyarrow writes for such tables: DATA_PAGE v1 and DICTIONARY_PAGE,
-// UNCOMPRESSED and SNAPPY, PLAIN and dictionary encodings, INT32/INT64/FLOAT/DOUBLE/BOOLEAN/
-// BYTE_ARRAY leaves, OPTIONAL columns (nulls) and 3-level LISTs of strings. Anything else is a
+// by dotted path. Supports what pyarrow, parquet-wasm (Rust) and hyparquet-writer write for such
+// tables: DATA_PAGE v1 and v2 and DICTIONARY_PAGE; UNCOMPRESSED, SNAPPY, GZIP, ZSTD and LZ4_RAW;
+// PLAIN, dictionary, RLE (booleans), DELTA_* and BYTE_STREAM_SPLIT encodings; INT32/INT64/FLOAT/
+// DOUBLE/BOOLEAN/BYTE_ARRAY leaves, OPTIONAL columns (nulls) and 3-level LISTs. Anything else is a
 // NotSupported status naming the file, the column and the feature — never a wrong value. Only the
 // byte ranges of the requested column chunks are read.
 //
@@ -31,6 +32,9 @@ struct ParquetOptions {
   uint64_t max_footer_bytes = uint64_t{64} << 20;
   uint64_t max_column_values = uint64_t{1} << 26;    // level entries per column read
   uint64_t max_column_bytes = uint64_t{1} << 30;     // decoded bytes per column read
+  // One page's uncompressed size: writers cut pages at about 1 MiB, so a page declaring more is
+  // refused before its buffer is allocated (a zstd page may claim 32768x its compressed size).
+  uint64_t max_page_bytes = uint64_t{256} << 20;
 };
 
 class ParquetFile {
@@ -56,6 +60,10 @@ class ParquetFile {
   // A 3-level LIST of strings named by its top-level group (e.g. "tasks" for leaf
   // "tasks.list.element"), one vector per row. A null list reads as empty; a null element fails.
   Result<std::vector<std::vector<std::string>>> ReadStringList(std::string_view list_column) const;
+  // The same for lists of numbers (e.g. LeRobot's "observation.state", a list of 6 FLOATs per
+  // frame): ReadInt64List takes INT32/INT64/BOOLEAN elements, ReadDoubleList FLOAT/DOUBLE.
+  Result<std::vector<std::vector<int64_t>>> ReadInt64List(std::string_view list_column) const;
+  Result<std::vector<std::vector<double>>> ReadDoubleList(std::string_view list_column) const;
 
  private:
   struct Leaf {
@@ -70,6 +78,15 @@ class ParquetFile {
   Result<size_t> FindLeaf(std::string_view path) const;
   Status ReadLeaf(size_t leaf, parquet::ColumnValues* out) const;
   Status CheckFlat(const Leaf& leaf, const char* want, bool type_ok) const;
+  // The leaf of a 3-level LIST and the definition level of a present element; `type_ok` checks
+  // the element type, `want` names it in the message.
+  Status FindList(std::string_view list_column, const char* want, bool (*type_ok)(int32_t),
+                  size_t* leaf, uint32_t* elem_def) const;
+  template <typename T>
+  Result<std::vector<std::vector<T>>> AssembleList(std::string_view list_column, size_t leaf,
+                                                   uint32_t elem_def,
+                                                   parquet::ColumnValues* cv,
+                                                   std::vector<T>* values) const;
   std::string Where(const Leaf& leaf) const;
 
   const ShardSource* src_;

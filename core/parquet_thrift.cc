@@ -1,10 +1,10 @@
 // Thrift compact protocol decoding of Parquet's FileMetaData and PageHeader.
 //
-// The compact protocol: a struct is a sequence of field headers (one byte: field-id delta in the high
-// nibble, type in the low nibble; delta 0 means a zigzag varint id follows) ending with a 0 byte.
-// Integers are zigzag varints, binary is varint length + bytes, lists carry size and element type
-// in one byte (size 15 means a varint size follows). Unknown fields are skipped by type, with a
-// nesting limit so hostile input cannot exhaust the stack.
+// The compact protocol: a struct is a sequence of field headers (one byte: field-id delta in the
+// high nibble, type in the low nibble; delta 0 means a zigzag varint id follows) ending with a 0
+// byte. Integers are zigzag varints, binary is varint length + bytes, lists carry size and element
+// type in one byte (size 15 means a varint size follows). Unknown fields are skipped by type, with
+// a nesting limit so hostile input cannot exhaust the stack.
 #include "core/parquet_thrift.h"
 
 #include <cstring>
@@ -278,7 +278,9 @@ RowGroup ReadRowGroup(Compact& c, int depth) {
         uint64_t n = 0;
         if (!c.Expect(t, kList) || !c.ListHeader(&et, &n) || !c.Expect(et, kStruct)) return true;
         g.columns.reserve(n);  // n <= bytes left, checked by ListHeader
-        for (uint64_t i = 0; i < n && c.ok(); ++i) g.columns.push_back(ReadColumnChunk(c, depth + 1));
+        for (uint64_t i = 0; i < n && c.ok(); ++i) {
+          g.columns.push_back(ReadColumnChunk(c, depth + 1));
+        }
         return true;
       }
       case 3: g.num_rows = c.I64(t); return true;
@@ -355,6 +357,27 @@ Result<PageHeader> DecodePageHeader(std::span<const uint8_t> bytes, size_t* head
           }
         });
         h.dictionary = d;
+        return true;
+      }
+      case 8: {
+        if (!c.Expect(t, kStruct)) return true;
+        DataPageHeaderV2 d;
+        c.ReadStruct(1, [&](int16_t fid, uint8_t ft) {
+          switch (fid) {
+            case 1: d.num_values = c.I32(ft); return true;
+            case 2: d.num_nulls = c.I32(ft); return true;
+            case 3: d.num_rows = c.I32(ft); return true;
+            case 4: d.encoding = c.I32(ft); return true;
+            case 5: d.definition_levels_byte_length = c.I32(ft); return true;
+            case 6: d.repetition_levels_byte_length = c.I32(ft); return true;
+            case 7:
+              if (ft != kTrue && ft != kFalse) c.Fail("Thrift is_compressed is not a boolean");
+              d.is_compressed = ft == kTrue;
+              return true;
+            default: return false;
+          }
+        });
+        h.data_v2 = d;
         return true;
       }
       default: return false;

@@ -26,14 +26,27 @@ enum PhysicalType : int32_t {
   kFixedLenByteArray = 7,
 };
 enum Repetition : int32_t { kRequired = 0, kOptional = 1, kRepeated = 2 };
-enum Codec : int32_t { kUncompressed = 0, kSnappy = 1 };
+enum Codec : int32_t {
+  kUncompressed = 0,
+  kSnappy = 1,
+  kGzip = 2,
+  kLzo = 3,
+  kBrotli = 4,
+  kLz4 = 5,
+  kZstd = 6,
+  kLz4Raw = 7,
+};
 enum PageType : int32_t { kDataPage = 0, kIndexPage = 1, kDictionaryPage = 2, kDataPageV2 = 3 };
 enum Encoding : int32_t {
   kPlain = 0,
   kPlainDictionary = 2,
   kRle = 3,
   kBitPacked = 4,
+  kDeltaBinaryPacked = 5,
+  kDeltaLengthByteArray = 6,
+  kDeltaByteArray = 7,
   kRleDictionary = 8,
+  kByteStreamSplit = 9,
 };
 constexpr int32_t kConvertedList = 3;  // ConvertedType.LIST
 
@@ -81,6 +94,18 @@ struct DataPageHeader {
   int32_t repetition_level_encoding = 0;
 };
 
+// DATA_PAGE_V2: levels come first, uncompressed and without length prefixes (their lengths are
+// here); only the values after them are compressed, and only when is_compressed.
+struct DataPageHeaderV2 {
+  int32_t num_values = 0;  // level entries, nulls included
+  int32_t num_nulls = 0;
+  int32_t num_rows = 0;
+  int32_t encoding = 0;
+  int32_t definition_levels_byte_length = 0;
+  int32_t repetition_levels_byte_length = 0;
+  bool is_compressed = true;  // the Thrift default
+};
+
 struct DictionaryPageHeader {
   int32_t num_values = 0;
   int32_t encoding = 0;
@@ -92,6 +117,7 @@ struct PageHeader {
   int32_t compressed_page_size = 0;
   std::optional<DataPageHeader> data;
   std::optional<DictionaryPageHeader> dictionary;
+  std::optional<DataPageHeaderV2> data_v2;
 };
 
 // Decodes the footer's FileMetaData occupying all of `bytes`. Messages do not name the file; the

@@ -5,7 +5,8 @@ set -euo pipefail
 
 pkgs=(g++ clang libclang-rt-14-dev cmake ninja-build pkg-config git
       libfuse3-dev liburing-dev fuse3 libsqlite3-dev sqlite3 libxxhash-dev libcli11-dev libgtest-dev
-      libdeflate-dev zlib1g-dev libsnappy-dev nlohmann-json3-dev libcurl4-openssl-dev libssl-dev
+      libdeflate-dev zlib1g-dev libsnappy-dev libzstd-dev liblz4-dev nlohmann-json3-dev
+      libcurl4-openssl-dev libssl-dev
       nginx-light curl
       unzip zip python3 ffmpeg attr tar coreutils util-linux
       groff-base man-db procps)

@@ -1,10 +1,15 @@
 // Tests of the Parquet reader over files written by LeRobot (pyarrow / parquet-cpp-arrow 22,
 // SNAPPY, dictionary encoding) and over byte-patched or hand-built files for every error path:
-// truncation, bad magic, hostile footer lengths, missing columns, unsupported codecs and pages.
+// truncation, bad magic, hostile footer lengths, missing columns, unsupported codecs and pages,
+// lying DATA_PAGE_V2 and compressed-page sizes, decompression bombs, damaged delta streams.
+// (Files of other writers: parquet_interop_test.cc.)
 #include "core/parquet_reader.h"
 
 #include <gtest/gtest.h>
+#include <libdeflate.h>
+#include <lz4.h>
 #include <snappy.h>
+#include <zstd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -169,7 +174,9 @@ class ThriftWriter {
   void Raw(const std::string& s) { bytes.insert(bytes.end(), s.begin(), s.end()); }
 
  private:
-  static uint64_t Zig(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+  static uint64_t Zig(int64_t v) {
+    return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+  }
   int16_t last_ = 0;
   std::vector<int16_t> stack_;
 };
@@ -180,37 +187,78 @@ struct TinySpec {
   int32_t codec = 0;        // UNCOMPRESSED
   int32_t page_type = 0;    // DATA_PAGE
   int32_t encoding = 0;     // PLAIN
-  bool snappy_body = false; // compress the page body with snappy (for codec SNAPPY)
+  bool compress = false;    // compress the page body (v2: the values) with `codec`
+  int32_t type = 2;         // INT64; BYTE_ARRAY (6) for the string encodings
+  std::optional<std::string> raw_values;  // the encoded values, instead of PLAIN `values`
+  // Lies in the page header: added to the declared uncompressed size / v2 definition level length.
+  int64_t uncompressed_delta = 0;
+  int64_t def_len_delta = 0;
+  bool is_compressed = true;  // v2 only
 };
 
+std::string Compress(int32_t codec, const std::string& in) {
+  std::string out;
+  if (codec == 1) {
+    snappy::Compress(in.data(), in.size(), &out);
+  } else if (codec == 2) {
+    auto* c = libdeflate_alloc_compressor(6);
+    out.resize(libdeflate_gzip_compress_bound(c, in.size()));
+    out.resize(libdeflate_gzip_compress(c, in.data(), in.size(), out.data(), out.size()));
+    libdeflate_free_compressor(c);
+  } else if (codec == 6) {
+    out.resize(ZSTD_compressBound(in.size()));
+    out.resize(ZSTD_compress(out.data(), out.size(), in.data(), in.size(), 3));
+  } else if (codec == 7) {
+    out.resize(static_cast<size_t>(LZ4_compressBound(static_cast<int>(in.size()))));
+    out.resize(static_cast<size_t>(LZ4_compress_default(in.data(), out.data(),
+                                                        static_cast<int>(in.size()),
+                                                        static_cast<int>(out.size()))));
+  } else {
+    out = in;
+  }
+  return out;
+}
+
 std::vector<uint8_t> TinyParquet(const TinySpec& spec) {
-  std::string body;
+  const bool v2 = spec.page_type == 3;
+  std::string levels;
   if (spec.optional) {  // definition levels: one RLE run of length 1 per value, bit width 1
-    std::string levels;
     for (const auto& v : spec.values) levels += std::string{2, static_cast<char>(v ? 1 : 0)};
-    const uint32_t n = static_cast<uint32_t>(levels.size());
-    body.append(reinterpret_cast<const char*>(&n), 4);
-    body += levels;
+    if (!v2) {
+      const uint32_t n = static_cast<uint32_t>(levels.size());
+      levels.insert(0, reinterpret_cast<const char*>(&n), 4);
+    }
   }
-  for (const auto& v : spec.values) {
-    if (v) body.append(reinterpret_cast<const char*>(&*v), 8);
+  std::string values;
+  if (spec.raw_values) {
+    values = *spec.raw_values;
+  } else {
+    for (const auto& v : spec.values) {
+      if (v) values.append(reinterpret_cast<const char*>(&*v), 8);
+    }
   }
-  const size_t uncompressed = body.size();
-  if (spec.snappy_body) {
-    std::string c;
-    snappy::Compress(body.data(), body.size(), &c);
-    body = c;
+  std::string body;
+  size_t uncompressed = levels.size() + values.size();
+  if (v2) {  // levels stay uncompressed
+    body = levels + (spec.compress ? Compress(spec.codec, values) : values);
+  } else {
+    body = levels + values;
+    if (spec.compress) body = Compress(spec.codec, body);
   }
   ThriftWriter page;
   page.Begin();
   page.I32(1, spec.page_type);
-  page.I32(2, static_cast<int64_t>(uncompressed));
+  page.I32(2, static_cast<int64_t>(uncompressed) + spec.uncompressed_delta);
   page.I32(3, static_cast<int64_t>(body.size()));
-  page.BeginStruct(spec.page_type == 3 ? 8 : 5);
+  page.BeginStruct(v2 ? 8 : 5);
   page.I32(1, static_cast<int64_t>(spec.values.size()));
-  if (spec.page_type == 3) {  // DataPageHeaderV2: num_nulls, num_rows, encoding, level lengths
-    page.I32(2, 0), page.I32(3, static_cast<int64_t>(spec.values.size()));
-    page.I32(4, spec.encoding), page.I32(5, 0), page.I32(6, 0);
+  if (v2) {  // DataPageHeaderV2: num_nulls, num_rows, encoding, level lengths, is_compressed
+    int64_t nulls = 0;
+    for (const auto& v : spec.values) nulls += !v;
+    page.I32(2, nulls), page.I32(3, static_cast<int64_t>(spec.values.size()));
+    page.I32(4, spec.encoding);
+    page.I32(5, static_cast<int64_t>(levels.size()) + spec.def_len_delta), page.I32(6, 0);
+    if (!spec.is_compressed) page.Field(7, 2);  // compact protocol: false is type 2
   } else {
     page.I32(2, spec.encoding), page.I32(3, 3), page.I32(4, 3);
   }
@@ -227,7 +275,7 @@ std::vector<uint8_t> TinyParquet(const TinySpec& spec) {
   f.I32(1, 1);
   f.List(2, 12, 2);
   f.Begin(), f.Str(4, "schema"), f.I32(5, 1), f.End();
-  f.Begin(), f.I32(1, 2), f.I32(3, spec.optional ? 1 : 0), f.Str(4, "x"), f.End();
+  f.Begin(), f.I32(1, spec.type), f.I32(3, spec.optional ? 1 : 0), f.Str(4, "x"), f.End();
   f.I64(3, static_cast<int64_t>(spec.values.size()));
   f.List(4, 12, 1);
   f.Begin();
@@ -235,7 +283,7 @@ std::vector<uint8_t> TinyParquet(const TinySpec& spec) {
   f.Begin();
   f.I64(2, 4);
   f.BeginStruct(3);
-  f.I32(1, 2);
+  f.I32(1, spec.type);
   f.List(2, 5, 1), f.Varint(0);
   f.List(3, 8, 1), f.Varint(1), f.Raw("x");
   f.I32(4, spec.codec);
@@ -255,10 +303,17 @@ std::vector<uint8_t> TinyParquet(const TinySpec& spec) {
   return file;
 }
 
-Result<std::vector<std::optional<int64_t>>> ReadTiny(const TinySpec& spec) {
+Result<std::vector<std::optional<int64_t>>> ReadTiny(const TinySpec& spec,
+                                                     const ParquetOptions& options = {}) {
+  MemoryShardSource src("tiny.parquet", TinyParquet(spec));
+  PACKFS_ASSIGN_OR_RETURN(ParquetFile f, ParquetFile::Open(src, options));
+  return f.ReadInt64("x");
+}
+
+Result<std::vector<std::optional<std::string>>> ReadTinyStrings(const TinySpec& spec) {
   MemoryShardSource src("tiny.parquet", TinyParquet(spec));
   PACKFS_ASSIGN_OR_RETURN(ParquetFile f, ParquetFile::Open(src));
-  return f.ReadInt64("x");
+  return f.ReadString("x");
 }
 
 TEST(ParquetReaderTest, HandWrittenFiles) {
@@ -268,12 +323,24 @@ TEST(ParquetReaderTest, HandWrittenFiles) {
   opt.optional = true;
   opt.values = {1, std::nullopt, 3, std::nullopt};
   EXPECT_EQ(Ok(ReadTiny(opt)), opt.values);
-  TinySpec snappy;
-  snappy.codec = 1;
-  snappy.snappy_body = true;
-  snappy.optional = true;
-  snappy.values = {std::nullopt, 42, 43};
-  EXPECT_EQ(Ok(ReadTiny(snappy)), snappy.values);
+  for (int32_t page_type : {0, 3}) {
+    for (int32_t codec : {1, 2, 6, 7}) {
+      TinySpec c;
+      c.page_type = page_type;
+      c.codec = codec;
+      c.compress = true;
+      c.optional = true;
+      c.values = {std::nullopt, 42, 43, std::nullopt, -1};
+      EXPECT_EQ(Ok(ReadTiny(c)), c.values) << "page type " << page_type << ", codec " << codec;
+    }
+  }
+  TinySpec raw_v2;  // a v2 page may leave its values uncompressed under any codec
+  raw_v2.page_type = 3;
+  raw_v2.codec = 6;
+  raw_v2.is_compressed = false;
+  raw_v2.optional = true;
+  raw_v2.values = {7, std::nullopt};
+  EXPECT_EQ(Ok(ReadTiny(raw_v2)), raw_v2.values);
 }
 
 void ExpectUnsupported(const TinySpec& spec, const std::string& needle) {
@@ -287,23 +354,196 @@ void ExpectUnsupported(const TinySpec& spec, const std::string& needle) {
 }
 
 TEST(ParquetReaderTest, UnsupportedFeaturesAreClearErrors) {
-  TinySpec gzip;
-  gzip.codec = 2;
-  ExpectUnsupported(gzip, "GZIP");
-  TinySpec zstd;
-  zstd.codec = 6;
-  ExpectUnsupported(zstd, "ZSTD");
-  TinySpec v2;
-  v2.page_type = 3;
-  ExpectUnsupported(v2, "DATA_PAGE_V2");
-  TinySpec delta;
-  delta.encoding = 5;
-  ExpectUnsupported(delta, "DELTA_BINARY_PACKED");
+  for (auto [codec, name] : {std::pair{3, "LZO"}, {4, "BROTLI"}, {5, "LZ4"}, {9, "#9"}}) {
+    TinySpec s;
+    s.codec = codec;
+    ExpectUnsupported(s, name);
+  }
+  TinySpec strings_on_ints;  // DELTA_BYTE_ARRAY holds byte arrays, not INT64
+  strings_on_ints.encoding = 7;
+  ExpectUnsupported(strings_on_ints, "DELTA_BYTE_ARRAY for INT64");
+  TinySpec alp;
+  alp.encoding = 10;
+  ExpectUnsupported(alp, "encoding #10");
   TinySpec dict;  // a dictionary-encoded page needs a dictionary page first
   dict.encoding = 8;
   auto r = ReadTiny(dict);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("without a dictionary"), std::string::npos);
+}
+
+template <typename T>
+void ExpectFailure(const Result<T>& r, Code code, const std::string& needle) {
+  ASSERT_FALSE(r.ok()) << needle;
+  EXPECT_EQ(r.status().code(), code) << r.status().ToString();
+  const std::string& m = r.status().message();
+  EXPECT_NE(m.find("tiny.parquet"), std::string::npos) << m;
+  EXPECT_NE(m.find(needle), std::string::npos) << m;
+}
+
+TEST(ParquetReaderTest, LyingV2PagesAndCompressedSizes) {
+  TinySpec v2;
+  v2.page_type = 3;
+  v2.optional = true;
+  v2.values = {1, std::nullopt, 3, 4};
+  EXPECT_EQ(Ok(ReadTiny(v2)), v2.values);
+  TinySpec long_levels = v2;  // definition levels said to reach past the page
+  long_levels.def_len_delta = 1000;
+  ExpectFailure(ReadTiny(long_levels), Code::kCorruption, "overrun the page");
+  TinySpec short_levels = v2;  // definition levels cut short
+  short_levels.def_len_delta = -3;
+  ExpectFailure(ReadTiny(short_levels), Code::kCorruption, "definition levels are truncated");
+  TinySpec no_levels = v2;
+  no_levels.def_len_delta = -8;
+  ExpectFailure(ReadTiny(no_levels), Code::kCorruption, "definition levels are truncated");
+  TinySpec cut_values = v2;  // PLAIN values cut short
+  cut_values.raw_values = std::string(20, '\0');
+  ExpectFailure(ReadTiny(cut_values), Code::kCorruption, "overrun the page");
+
+  // The declared uncompressed size one byte off, either way, in v1 and v2 pages of each codec.
+  for (int32_t page_type : {0, 3}) {
+    for (auto [codec, name] : {std::pair{1, "SNAPPY"}, {2, "GZIP"}, {6, "ZSTD"}, {7, "LZ4_RAW"}}) {
+      for (int64_t delta : {-1, 1}) {
+        TinySpec lie = v2;
+        lie.page_type = page_type;
+        lie.codec = codec;
+        lie.compress = true;
+        lie.uncompressed_delta = delta;
+        ExpectFailure(ReadTiny(lie), Code::kCorruption, name);
+      }
+      TinySpec garbage = v2;  // not the codec's format at all
+      garbage.page_type = page_type;
+      garbage.codec = codec;
+      garbage.raw_values = std::string(64, '\x5a');
+      ExpectFailure(ReadTiny(garbage), Code::kCorruption, name);
+    }
+  }
+}
+
+TEST(ParquetReaderTest, DecompressionBombsAreRefusedBeforeAllocating) {
+  // A page declaring ~2 GiB from a few dozen compressed bytes: no codec expands that far.
+  for (auto [codec, name] : {std::pair{1, "SNAPPY"}, {2, "GZIP"}, {6, "ZSTD"}, {7, "LZ4_RAW"}}) {
+    for (int32_t page_type : {0, 3}) {
+      TinySpec bomb;
+      bomb.page_type = page_type;
+      bomb.codec = codec;
+      bomb.compress = true;
+      bomb.uncompressed_delta = INT32_MAX - 24;
+      ExpectFailure(ReadTiny(bomb), Code::kCorruption, "decompression bomb");
+    }
+  }
+  // A real zstd page of 4 MiB of zeros (a ratio zstd does reach) against a 1 MiB page limit.
+  TinySpec zeros;
+  zeros.codec = 6;
+  zeros.compress = true;
+  zeros.values.assign(512 * 1024, 0);
+  EXPECT_EQ(Ok(ReadTiny(zeros)).size(), zeros.values.size());
+  ParquetOptions small;
+  small.max_page_bytes = 1 << 20;
+  ExpectFailure(ReadTiny(zeros, small), Code::kNotSupported, "over the limit of 1048576 bytes");
+  zeros.page_type = 3;
+  ExpectFailure(ReadTiny(zeros, small), Code::kNotSupported, "over the limit of 1048576 bytes");
+}
+
+std::string Uleb(uint64_t v) {
+  std::string s;
+  for (; v >= 0x80; v >>= 7) s += static_cast<char>(v | 0x80);
+  return s + static_cast<char>(v);
+}
+std::string Zigzag(int64_t v) {
+  return Uleb((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));
+}
+
+// A DELTA_BINARY_PACKED stream of up to 129 values: one block of 4 miniblocks of 32, one bit
+// width for all. `count_delta` makes the header lie about the value count.
+std::string DeltaStream(const std::vector<int64_t>& v, int64_t count_delta = 0) {
+  std::string s = Uleb(128) + Uleb(4) + Uleb(v.size() + count_delta) + Zigzag(v.empty() ? 0 : v[0]);
+  if (v.size() <= 1) return s;
+  std::vector<uint64_t> d;
+  int64_t min = INT64_MAX;
+  for (size_t i = 1; i < v.size(); ++i) {
+    d.push_back(static_cast<uint64_t>(v[i]) - static_cast<uint64_t>(v[i - 1]));
+    min = std::min(min, static_cast<int64_t>(d.back()));
+  }
+  uint32_t w = 0;
+  for (auto& x : d) {
+    x -= static_cast<uint64_t>(min);
+    while (w < 64 && (x >> w) != 0) ++w;
+  }
+  const size_t used = (d.size() + 31) / 32;
+  s += Zigzag(min);
+  for (size_t m = 0; m < 4; ++m) s += static_cast<char>(m < used ? w : 0);
+  std::string bits(used * 32 * w / 8, '\0');
+  for (size_t i = 0; i < d.size(); ++i) {
+    for (uint32_t b = 0; b < w; ++b) {
+      const size_t bit = i * w + b;
+      if ((d[i] >> b) & 1) bits[bit / 8] = static_cast<char>(bits[bit / 8] | (1 << (bit % 8)));
+    }
+  }
+  return s + bits;
+}
+
+TEST(ParquetReaderTest, DamagedDeltaStreams) {
+  TinySpec delta;
+  delta.encoding = 5;
+  delta.values = {5, -7, int64_t{1} << 40, INT64_MIN, INT64_MAX, 0};
+  std::vector<int64_t> plain;
+  for (const auto& v : delta.values) plain.push_back(*v);
+  delta.raw_values = DeltaStream(plain);
+  EXPECT_EQ(Ok(ReadTiny(delta)), delta.values);  // deltas that wrap around
+
+  TinySpec more = delta;
+  more.raw_values = DeltaStream(plain, 1);
+  ExpectFailure(ReadTiny(more), Code::kCorruption, "holds 7 values where the page has 6");
+  TinySpec huge = delta;
+  huge.raw_values = DeltaStream(plain, int64_t{1} << 40);
+  ExpectFailure(ReadTiny(huge), Code::kCorruption, "values where the page has 6");
+  TinySpec layout = delta;
+  layout.raw_values = Uleb(100) + DeltaStream(plain).substr(2);
+  ExpectFailure(ReadTiny(layout), Code::kCorruption, "bad block layout");
+  TinySpec wide = delta;
+  wide.values = {5, 6, 8};
+  wide.raw_values = DeltaStream({5, 6, 8});
+  (*wide.raw_values)[6] = 65;  // after the header (5 bytes) and the min delta (1 byte)
+  ExpectFailure(ReadTiny(wide), Code::kCorruption, "65-bit");
+  TinySpec cut = delta;
+  cut.raw_values = DeltaStream(plain);
+  cut.raw_values->pop_back();
+  ExpectFailure(ReadTiny(cut), Code::kCorruption, "miniblock is truncated");
+  TinySpec header = delta;
+  header.raw_values = Uleb(128) + Uleb(4);
+  ExpectFailure(ReadTiny(header), Code::kCorruption, "header is truncated");
+
+  TinySpec strings;  // BYTE_ARRAY; `values` only sets the count
+  strings.type = 6;
+  strings.values = {0, 0};
+  strings.encoding = 6;  // DELTA_LENGTH_BYTE_ARRAY
+  strings.raw_values = DeltaStream({3, 1}) + "abcd";
+  EXPECT_EQ(Ok(ReadTinyStrings(strings)),
+            (std::vector<std::optional<std::string>>{"abc", "d"}));
+  strings.raw_values = DeltaStream({3, 1000}) + "abcd";
+  ExpectFailure(ReadTinyStrings(strings), Code::kCorruption, "1000 bytes overruns the page");
+  strings.raw_values = DeltaStream({-1, 1}) + "abcd";
+  ExpectFailure(ReadTinyStrings(strings), Code::kCorruption, "value of -1 bytes");
+  strings.encoding = 7;  // DELTA_BYTE_ARRAY: prefix lengths, then suffixes
+  strings.raw_values = DeltaStream({0, 2}) + DeltaStream({3, 1}) + "abcd";
+  EXPECT_EQ(Ok(ReadTinyStrings(strings)),
+            (std::vector<std::optional<std::string>>{"abc", "abd"}));
+  strings.raw_values = DeltaStream({0, 5}) + DeltaStream({3, 1}) + "abcd";
+  ExpectFailure(ReadTinyStrings(strings), Code::kCorruption, "prefix of 5 bytes");
+  strings.raw_values = DeltaStream({1, 0}) + DeltaStream({3, 1}) + "abcd";
+  ExpectFailure(ReadTinyStrings(strings), Code::kCorruption, "prefix of 1 bytes");
+
+  TinySpec split;  // BYTE_STREAM_SPLIT needs exactly 8 bytes per INT64
+  split.encoding = 9;
+  split.raw_values = std::string(23, '\0');
+  ExpectFailure(ReadTiny(split), Code::kCorruption, "BYTE_STREAM_SPLIT data of 23 bytes");
+  split.raw_values = std::string(24, '\0');
+  split.raw_values->at(3) = 1;  // stream 1 (bytes 3-5), value 0: byte 1 of the first value
+  EXPECT_EQ(Ok(ReadTiny(split)), (std::vector<std::optional<int64_t>>{256, 0, 0}));
+  TinySpec rle;  // RLE values are for booleans only
+  rle.encoding = 3;
+  ExpectFailure(ReadTiny(rle), Code::kNotSupported, "RLE for INT64");
 }
 
 Status OpenStatus(std::vector<uint8_t> bytes) {

@@ -1,10 +1,12 @@
 // Fuzz target: a Parquet file's bytes through the reader — footer (Thrift compact protocol),
-// schema tree, every column read with each typed reader (pages, SNAPPY, RLE/bit-packed levels,
-// dictionaries), and the LeRobot episodes reader. Nothing may crash, hang, read out of bounds or
+// schema tree, every column read with each typed reader (v1 and v2 pages, the five codecs,
+// RLE/bit-packed levels, dictionaries, DELTA_* and BYTE_STREAM_SPLIT values, lists), and the
+// LeRobot episodes reader. Nothing may crash, hang, read out of bounds or
 // allocate beyond the (lowered) limits; flat columns must have one entry per row.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "core/lerobot_meta.h"
@@ -16,6 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   packfs::ParquetOptions opts;
   opts.max_column_values = 1 << 20;
   opts.max_column_bytes = 16 << 20;
+  opts.max_page_bytes = 16 << 20;
   auto f = packfs::ParquetFile::Open(src, opts);
   if (f.ok()) {
     for (const auto& path : f->column_paths()) {
@@ -27,8 +30,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (s.ok() && s->size() != f->num_rows()) std::abort();
       auto dot = path.find('.');
       if (dot != std::string::npos) {
-        auto l = f->ReadStringList(path.substr(0, dot));
-        if (l.ok() && l->size() != f->num_rows()) std::abort();
+        // The list group: up to the first dot ("tasks") or before ".list.element" (a name with
+        // dots, "observation.state").
+        for (const std::string& list :
+             {path.substr(0, dot), path.substr(0, path.rfind(".list.element"))}) {
+          auto l = f->ReadStringList(list);
+          if (l.ok() && l->size() != f->num_rows()) std::abort();
+          auto li = f->ReadInt64List(list);
+          if (li.ok() && li->size() != f->num_rows()) std::abort();
+          auto ld = f->ReadDoubleList(list);
+          if (ld.ok() && ld->size() != f->num_rows()) std::abort();
+        }
       }
     }
   }
