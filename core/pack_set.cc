@@ -16,9 +16,7 @@
 #include "core/parallel_for.h"
 #include "core/shard_format.h"
 #include "core/shard_pool.h"
-#include "core/tar_reader.h"
 #include "core/unique_fd.h"
-#include "core/zip_reader.h"
 
 namespace packfs {
 
@@ -442,26 +440,13 @@ Result<std::span<const uint8_t>> PackSet::ReadThrough(
 Status PackSet::CheckMemberAgainst(const Node& file, const ShardSource& shard) const {
   PACKFS_ASSIGN_OR_RETURN(std::string key, catalog_->KeyOf(file));
   const MemberReadSource src(shard, file.local_header_offset, file.data_offset + file.size);
-  auto mismatch = [&](const std::string& detail) {
+  const std::vector<ShardInfo>& shards = catalog_->shards();
+  Status st = CheckShardMember(src, file.shard < shards.size() ? shards[file.shard].name : "",
+                               key, file);
+  if (!st.ok()) {
     return Status::Stale(ShardRefPath(file.shard) + ": member " + QuoteKey(key) +
-                         ": local header does not match the catalog (shard changed?): " + detail +
-                         "; " + impl_->refresh_hint);
-  };
-  if (file.shard < catalog_->shards().size() &&
-      ShardFormatOf(catalog_->shards()[file.shard].name) == ShardFormat::kTar) {
-    Status st = CheckTarMember(src, file.local_header_offset, key, file.data_offset, file.size);
-    if (!st.ok()) return mismatch("tar header: " + st.message());
-    impl_->MarkChecked(file.id);
-    return Status::OK();
-  }
-  Result<uint64_t> data_offset = ReadLocalHeader(src, file.local_header_offset, key);
-  if (!data_offset.ok()) return mismatch(data_offset.status().message());
-  if (*data_offset != file.data_offset) {
-    return mismatch("data starts at " + std::to_string(*data_offset) + ", the catalog says " +
-                    std::to_string(file.data_offset));
-  }
-  if (file.data_offset > src.size() || file.size > src.size() - file.data_offset) {
-    return mismatch("the data runs past the end of the shard");
+                         ": local header does not match the catalog (shard changed?): " +
+                         st.message() + "; " + impl_->refresh_hint);
   }
   impl_->MarkChecked(file.id);
   return Status::OK();

@@ -17,10 +17,26 @@
 
 #include "core/key.h"
 #include "core/parallel_for.h"
-#include "core/remote_pack_set.h"
 #include "core/unique_fd.h"
+#include "core/url.h"
 
 namespace packfs {
+
+std::string RemoteCatalogCacheName(const std::string& location) {
+  std::string base = "catalog";
+  Result<Url> url = ParseUrl(location);
+  if (url.ok()) base = UrlBaseName(*url);
+  // Keep the readable part a plain file name.
+  for (char& c : base) {
+    if (c == '/' || static_cast<unsigned char>(c) < 0x20) c = '_';
+  }
+  if (base.size() > 64) base.resize(64);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(XXH3_64bits(location.data(), location.size())));
+  return base + "-" + hex + ".sqlite";
+}
+
 namespace {
 
 // What the cache knows about its copy of a catalog: the server's validators and a fingerprint of

@@ -29,6 +29,9 @@ struct CachedCatalog {
   std::string head;
 };
 
+// The cache file name of `location`'s catalog: "<base name>-<16 hex digits of its hash>.sqlite".
+std::string RemoteCatalogCacheName(const std::string& location);
+
 // Brings `location`'s catalog object into `cache_dir` (created if missing) under
 // RemoteCatalogCacheName(location). When the cache holds a copy whose sidecar ("<file>.meta":
 // ETag, Last-Modified, size and XXH3 of the copy) still matches the file, the GET is conditional;

@@ -37,7 +37,7 @@ Result<VerifyReport> VerifyRemotePackSet(const std::string& location_in,
   PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<RemoteStore> store, StoreFor(location_in, options));
   const std::string location = store->location().ToString();
   VerifyInput in;
-  in.prefix = RemoteSetBaseName(store->location());
+  in.prefix = UrlBaseName(store->location());
   in.refresh_command = "mkpack catalog " + location;
 
   std::unique_ptr<Catalog> catalog;

@@ -5,7 +5,6 @@
 
 #include <fcntl.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <atomic>
@@ -111,39 +110,12 @@ Result<std::unique_ptr<Catalog>> ListAndIndex(const RemoteStore& store, const st
 
 }  // namespace
 
-std::string RemoteSetBaseName(const Url& url) {
-  std::string path = url.path;
-  while (!path.empty() && path.back() == '/') path.pop_back();
-  const size_t slash = path.rfind('/');
-  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  if (!url.is_s3()) {
-    Result<std::string> decoded = PercentDecode(base);
-    if (decoded.ok()) base = *decoded;
-  }
-  return base.empty() ? url.host : base;
-}
-
 std::string DefaultRemoteCacheDir() {
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/packfs";
   const char* home = std::getenv("HOME");
   if (home != nullptr && home[0] == '/') return std::string(home) + "/.cache/packfs";
   return "/tmp/packfs-" + std::to_string(::getuid());
-}
-
-std::string RemoteCatalogCacheName(const std::string& location) {
-  std::string base = "catalog";
-  Result<Url> url = ParseUrl(location);
-  if (url.ok()) base = RemoteSetBaseName(*url);
-  // Keep the readable part a plain file name.
-  for (char& c : base) {
-    if (c == '/' || static_cast<unsigned char>(c) < 0x20) c = '_';
-  }
-  if (base.size() > 64) base.resize(64);
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx",
-                static_cast<unsigned long long>(XXH3_64bits(location.data(), location.size())));
-  return base + "-" + hex + ".sqlite";
 }
 
 Result<std::unique_ptr<PackSet>> OpenRemotePackSet(const std::string& location_in,
@@ -153,7 +125,7 @@ Result<std::unique_ptr<PackSet>> OpenRemotePackSet(const std::string& location_i
   PACKFS_ASSIGN_OR_RETURN(std::shared_ptr<RemoteStore> store,
                           RemoteStore::Create(location, options.s3, options.http));
   location = store->location().ToString();
-  const std::string base = RemoteSetBaseName(store->location());
+  const std::string base = UrlBaseName(store->location());
   const int threads = options.open_threads > 0 ? options.open_threads : 16;
 
   std::vector<std::string> etags;  // listed without a catalog: from the listing

@@ -48,15 +48,8 @@ struct RemoteOptions {
   std::shared_ptr<RemoteReader> reader;
 };
 
-// The last path segment of a remote set's location (percent-decoded for http): the name a local
-// copy of the pack directory would have, and so the prefix of its shards in blob references.
-std::string RemoteSetBaseName(const Url& url);
-
 // $XDG_CACHE_HOME/packfs, else $HOME/.cache/packfs, else /tmp/packfs-<uid>.
 std::string DefaultRemoteCacheDir();
-
-// The cache file name of `location`'s catalog: "<base name>-<16 hex digits of its hash>.sqlite".
-std::string RemoteCatalogCacheName(const std::string& location);
 
 // Opens the pack set at `location` (an http(s):// or s3:// URL of the pack directory). Blob
 // references read "zip://KEY::<last path segment>/pack-0000.zip", as for a local directory of

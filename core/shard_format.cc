@@ -39,13 +39,17 @@ Result<uint64_t> ShardFingerprint(const ShardSource& src, std::string_view file_
 Status CheckShardMember(const ShardSource& src, std::string_view file_name, std::string_view key,
                         const Node& file) {
   if (ShardFormatOf(file_name) == ShardFormat::kTar) {
-    return CheckTarMember(src, file.local_header_offset, key, file.data_offset, file.size);
+    Status st = CheckTarMember(src, file.local_header_offset, key, file.data_offset, file.size);
+    return st.ok() ? st : Status::Corruption("tar header: " + st.message());
   }
   Result<uint64_t> data_offset = ReadLocalHeader(src, file.local_header_offset, key);
   if (!data_offset.ok()) return data_offset.status();
   if (*data_offset != file.data_offset) {
     return Status::Corruption("data starts at " + std::to_string(*data_offset) +
                               ", the catalog says " + std::to_string(file.data_offset));
+  }
+  if (file.data_offset > src.size() || file.size > src.size() - file.data_offset) {
+    return Status::Corruption("the data runs past the end of the shard");
   }
   return Status::OK();
 }

@@ -26,7 +26,8 @@ Result<ZipIndex> IndexShard(const ShardSource& src, std::string_view file_name);
 Result<uint64_t> ShardFingerprint(const ShardSource& src, std::string_view file_name);
 
 // The once-per-member header check: the header(s) in front of `file`'s data still describe
-// member `key` at the catalog's offsets. A mismatch is a non-OK status describing it.
+// member `key` at the catalog's offsets, and (zip) its data lies inside the shard. A mismatch is
+// a non-OK status describing it (PackSet adds the shard, the key and how to refresh).
 Status CheckShardMember(const ShardSource& src, std::string_view file_name, std::string_view key,
                         const Node& file);
 

@@ -1,7 +1,8 @@
 // ShardSource: the one way packfs reads shard bytes — a size and a positional ReadAt.
 // Implementations must be safe for concurrent use from many threads (no shared cursor), so the
-// FUSE layer can serve reads from any worker. Local files, in-memory buffers (tests) and, later,
-// HTTP/S3 objects plug in here without touching callers.
+// FUSE layer can serve reads from any worker. Local files (FileShardSource), in-memory buffers
+// (MemoryShardSource), HTTP/S3 objects (RemoteShardSource), synthesized episode videos
+// (Mp4SliceSource) and windows of other sources plug in here without touching callers.
 #pragma once
 
 #include <cstdint>

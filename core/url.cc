@@ -214,4 +214,16 @@ Result<Url> JoinUrl(const Url& base, std::string_view name) {
   return out;
 }
 
+std::string UrlBaseName(const Url& url) {
+  std::string path = url.path;
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  const size_t slash = path.rfind('/');
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (!url.is_s3()) {
+    Result<std::string> decoded = PercentDecode(base);
+    if (decoded.ok()) base = *decoded;
+  }
+  return base.empty() ? url.host : base;
+}
+
 }  // namespace packfs

@@ -46,4 +46,9 @@ Result<std::string> PercentDecode(std::string_view encoded);
 // a shard name must never escape the base.
 Result<Url> JoinUrl(const Url& base, std::string_view name);
 
+// The last segment of the URL's path (percent-decoded for http; the host when the path is empty):
+// the name a local copy of a remote pack directory would have, and so the prefix of its shards in
+// blob references.
+std::string UrlBaseName(const Url& url);
+
 }  // namespace packfs

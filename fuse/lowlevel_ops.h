@@ -1,5 +1,7 @@
 // The libfuse3 low-level operations of packfs: each callback translates one kernel request into a
-// Filesystem call and the result into a reply. core Status → errno happens here and only here.
+// Filesystem call and the result into a reply. The errno a failure carries is chosen in core,
+// where the error is made (Status::err(): ENOENT for a missing key, EIO for a changed shard, ...);
+// a reply sends it as it is, or EIO for a status that carries none (ErrnoOf).
 //
 // Thread-safety: callbacks run on any worker of the multi-threaded session loop at once; they keep
 // no state of their own beyond the SessionState reached through fuse_req_userdata, which the

@@ -7,6 +7,7 @@
 
 #include "core/json.h"
 #include "core/pack_set.h"
+#include "core/remote_catalog.h"
 #include "core/remote_maintenance.h"
 #include "core/url.h"
 #include "mkpack/cli_util.h"
