@@ -7,12 +7,12 @@
 #include <list>
 #include <map>
 #include <mutex>
-#include <thread>
 
 #include "core/key.h"
 #include "core/mp4_movie.h"
 #include "core/mp4_slice.h"
 #include "core/mp4_slice_source.h"
+#include "core/parallel_for.h"
 
 namespace packfs {
 namespace {
@@ -209,13 +209,7 @@ Result<LeRobotPlan> PlanLeRobotView(const PackSet& dataset, const LeRobotInfo& i
       }
     }
   };
-  size_t n = opts.threads > 0 ? static_cast<size_t>(opts.threads)
-                              : std::max<size_t>(std::thread::hardware_concurrency(), 1);
-  n = std::min(n, keys.size());
-  std::vector<std::thread> threads;
-  for (size_t t = 1; t < n; ++t) threads.emplace_back(work);
-  work();
-  for (auto& t : threads) t.join();
+  RunWorkers(opts.threads, keys.size(), work);
   PACKFS_RETURN_IF_ERROR(first_error);
 
   // The episode videos of absent sources move from `videos` to `missing` (both keep their order).

@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
-#include <thread>
 #include <unordered_map>
 
 #include "core/catalog.h"
 #include "core/key.h"
 #include "core/pack_set.h"
+#include "core/parallel_for.h"
 #include "core/shard_format.h"
 #include "core/tar_reader.h"
 #include "core/zip_reader.h"
@@ -160,13 +160,7 @@ Result<CatalogData> IndexShardFiles(const std::string& dir, const std::vector<st
       contents[i].index = std::move(index).value();
     }
   };
-  int n_threads = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
-  n_threads = std::clamp<int>(n_threads, 1, static_cast<int>(std::max<size_t>(todo.size(), 1)));
-  {
-    std::vector<std::jthread> pool;
-    for (int t = 1; t < n_threads; ++t) pool.emplace_back(worker);
-    worker();
-  }  // joined here
+  RunWorkers(threads, todo.size(), worker);
   for (const Status& e : errors) PACKFS_RETURN_IF_ERROR(e);
   if (report != nullptr) {
     report->shards_indexed = todo.size();

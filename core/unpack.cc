@@ -6,13 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 #include <atomic>
+#include <cstring>
 #include <mutex>
-#include <thread>
 
 #include "core/crc32.h"
 #include "core/key.h"
+#include "core/parallel_for.h"
 #include "core/shard_format.h"
 #include "core/unique_fd.h"
 
@@ -213,12 +213,7 @@ Result<UnpackReport> UnpackPackSet(const PackSet& set, const std::string& out_di
       report.bytes += it.node.size;
     }
   };
-  size_t nthreads = opts.threads > 0 ? static_cast<size_t>(opts.threads)
-                                     : std::max(1u, std::thread::hardware_concurrency());
-  nthreads = std::max<size_t>(1, std::min(nthreads, items.size()));
-  std::vector<std::thread> pool;
-  for (size_t t = 0; t < nthreads; ++t) pool.emplace_back(worker);
-  for (auto& th : pool) th.join();
+  RunWorkers(opts.threads, items.size(), worker);
   if (!fatal.ok()) return fatal;
   for (const auto& p : set.catalog().problems()) report.problems.push_back(p);
   return report;

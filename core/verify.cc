@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -13,6 +12,7 @@
 #include "core/key.h"
 #include "core/pack_set.h"
 #include "core/pack_writer.h"
+#include "core/parallel_for.h"
 #include "core/shard_format.h"
 
 namespace packfs {
@@ -181,11 +181,7 @@ VerifyReport VerifyShards(const VerifyInput& in, int threads) {
       if (!st.ok()) ps.problems.push_back(st.message());
     }
   };
-  size_t nthreads = threads > 0 ? static_cast<size_t>(threads) : std::thread::hardware_concurrency();
-  nthreads = std::max<size_t>(1, std::min(nthreads, names.size()));
-  std::vector<std::thread> pool;
-  for (size_t t = 0; t < nthreads; ++t) pool.emplace_back(worker);
-  for (auto& th : pool) th.join();
+  RunWorkers(threads, names.size(), worker);
 
   // Keys unique across shards: key -> (shard index, member) of the first occurrence.
   std::unordered_map<std::string_view, std::pair<size_t, const ZipMember*>> seen;

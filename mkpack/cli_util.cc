@@ -1,10 +1,8 @@
 // Shared mkpack helpers.
 #include "mkpack/cli_util.h"
 
-#include <atomic>
 #include <filesystem>
 #include <cstdio>
-#include <thread>
 #include <vector>
 
 namespace packfs::mkpack {
@@ -87,25 +85,6 @@ std::string Hex32(uint32_t v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "%08x", v);
   return buf;
-}
-
-void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn) {
-  size_t t = threads > 0 ? static_cast<size_t>(threads) : std::thread::hardware_concurrency();
-  if (t == 0) t = 1;
-  if (t > n) t = n;
-  if (t <= 1) {
-    for (size_t i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  pool.reserve(t);
-  for (size_t k = 0; k < t; ++k) {
-    pool.emplace_back([&] {
-      for (size_t i = next++; i < n; i = next++) fn(i);
-    });
-  }
-  for (auto& th : pool) th.join();
 }
 
 }  // namespace packfs::mkpack

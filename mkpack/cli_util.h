@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 
@@ -50,7 +49,5 @@ std::string HumanBytes(uint64_t bytes);
 // "%08x".
 std::string Hex32(uint32_t v);
 
-// Runs fn(i) for i in [0, n) on `threads` threads (0: one per core). Thread-safe fn required.
-void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn);
 
 }  // namespace packfs::mkpack
