@@ -1,7 +1,6 @@
 // Loose directories as pack sets: one raw shard per regular file (see loose_dir.h).
 #include "core/loose_dir.h"
 
-#include <filesystem>
 
 #include "core/file_walk.h"
 
@@ -12,12 +11,7 @@ Result<std::unique_ptr<PackSet>> OpenLooseDirectory(const std::string& dir_in,
   std::string dir = dir_in;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   PACKFS_ASSIGN_OR_RETURN(InputList list, WalkTree(dir, WalkOptions{}));
-  std::string prefix = ref_prefix;
-  if (prefix.empty()) {
-    std::error_code ec;
-    prefix = std::filesystem::absolute(dir, ec).lexically_normal().filename().string();
-    if (prefix.empty()) prefix = dir;
-  }
+  const std::string prefix = ref_prefix.empty() ? PackDirBaseName(dir) : ref_prefix;
   std::vector<ShardContent> shards;
   std::vector<std::string> files, refs;
   shards.reserve(list.inputs.size());

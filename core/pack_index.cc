@@ -19,16 +19,6 @@
 namespace packfs {
 namespace {
 
-// The pack directory's base name, used to name shards in messages ("media/pack-0003.zip").
-std::string BaseNameOf(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::path p = std::filesystem::absolute(dir, ec).lexically_normal();
-  std::string s = p.string();
-  while (s.size() > 1 && s.back() == '/') s.pop_back();
-  std::string base = std::filesystem::path(s).filename().string();
-  return base.empty() ? s : base;
-}
-
 std::string Joined(const std::string& dir, const std::string& name) {
   return dir.empty() || dir.back() == '/' ? dir + name : dir + "/" + name;
 }
@@ -38,6 +28,14 @@ struct ReuseRows {
 };
 
 }  // namespace
+
+std::string PackDirBaseName(const std::string& dir) {
+  std::error_code ec;
+  std::string s = std::filesystem::absolute(dir, ec).lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  std::string base = std::filesystem::path(s).filename().string();
+  return base.empty() ? s : base;
+}
 
 Result<std::vector<std::string>> ListShardFiles(const std::string& dir) {
   DIR* d = ::opendir(dir.c_str());
@@ -96,7 +94,7 @@ Result<CatalogData> IndexPackDir(const std::string& dir, const Catalog* reuse, i
 Result<CatalogData> IndexShardFiles(const std::string& dir, const std::vector<std::string>& names,
                                     const Catalog* reuse, int threads, IndexReport* report) {
   if (names.empty()) return Status::NotFound(dir + " holds no pack-*.zip shards or *.tar files");
-  const std::string base = BaseNameOf(dir);
+  const std::string base = PackDirBaseName(dir);
   std::vector<ShardContent> contents(names.size());
   std::vector<bool> reused(names.size(), false);
   // Old shard id -> new position, for the shards whose rows we take from `reuse`.
@@ -212,7 +210,7 @@ Result<CatalogBuildResult> RefreshCatalog(const std::string& dir, int threads,
       for (const MissingShard& m : result.forgotten) members += m.members;
       const bool one = result.forgotten.size() == 1;
       return Status::Stale(
-          "the catalog lists " + DescribeMissingShards(result.forgotten, BaseNameOf(dir)) +
+          "the catalog lists " + DescribeMissingShards(result.forgotten, PackDirBaseName(dir)) +
           (one ? ", which is" : ", which are") + " missing from " + dir +
           "; refreshing would drop " + (one ? "its " : "their ") + std::to_string(members) +
           (members == 1 ? " member" : " members") + " from the catalog. Restore the " +
@@ -234,7 +232,7 @@ Result<std::vector<std::string>> CheckCatalog(const std::string& dir) {
   PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<Catalog> cat,
                           Catalog::Open(Joined(dir, kCatalogFileName)));
   PACKFS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListShardFiles(dir));
-  const std::string base = BaseNameOf(dir);
+  const std::string base = PackDirBaseName(dir);
   std::vector<std::string> diffs;
   std::unordered_map<std::string, bool> on_disk;
   for (const auto& n : names) on_disk.emplace(n, false);

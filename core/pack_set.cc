@@ -7,7 +7,6 @@
 #include <sys/vfs.h>
 
 #include <cstring>
-#include <filesystem>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -98,14 +97,6 @@ std::string StripSlashes(std::string dir) {
   return dir;
 }
 
-std::string DefaultRefPrefix(const std::string& dir) {
-  std::error_code ec;
-  std::string s = std::filesystem::absolute(dir, ec).lexically_normal().string();
-  while (s.size() > 1 && s.back() == '/') s.pop_back();
-  std::string base = std::filesystem::path(s).filename().string();
-  return base.empty() ? s : base;
-}
-
 // Why the catalog no longer describes the directory ("" when it still does, as far as names
 // and sizes tell; mtime-only differences are settled later by fingerprint). With `stat_sizes`
 // the shards are stat'ed in parallel (on network storage each stat is a round trip); without,
@@ -177,7 +168,7 @@ Result<std::unique_ptr<PackSet>> PackSet::Open(const std::string& dir_in,
                                                const PackSetOptions& opts,
                                                const std::vector<std::string>& shard_files) {
   const std::string dir = StripSlashes(dir_in);
-  const std::string prefix = opts.ref_prefix.empty() ? DefaultRefPrefix(dir) : opts.ref_prefix;
+  const std::string prefix = opts.ref_prefix.empty() ? PackDirBaseName(dir) : opts.ref_prefix;
   const std::string catalog_path =
       opts.catalog_path.empty() ? dir + "/" + kCatalogFileName : opts.catalog_path;
   const std::string refresh = "run `mkpack catalog " + dir + "` to refresh it";

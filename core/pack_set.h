@@ -165,6 +165,9 @@ bool OnNetworkFilesystem(const std::string& path);
 // without zip shards lists its tar shards ("*.tar", name order) instead. Other files are ignored.
 // Fails when `dir` is not a readable directory.
 Result<std::vector<std::string>> ListShardFiles(const std::string& dir);
+// The base name of directory `dir` made absolute ("media" for "./media/"; "/" for "/"): how a pack
+// directory names its shards in messages and blob references ("media/pack-0003.zip").
+std::string PackDirBaseName(const std::string& dir);
 // Whether `dir` holds any shard file ListShardFiles would list; stops at the first one, so that
 // telling a pack directory from a loose one does not list 100,000 shards (PackSet::Open does).
 Result<bool> HoldsShardFiles(const std::string& dir);

@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -270,10 +269,7 @@ int RunConvertLeRobot(const LeRobotArgs& a) {
   }
   auto plan = PlanShards(c.inputs, opts, 0);
   if (!plan.ok()) return fail(plan.status());
-  std::error_code ec;
-  std::string abs = std::filesystem::absolute(a.dst, ec).lexically_normal().string();
-  while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
-  const std::string prefix = std::filesystem::path(abs).filename().string();
+  const std::string prefix = PackDirBaseName(a.dst);
 
   if (a.dry_run) {
     for (const EpisodeVideoFile& v : c.plan.videos) {
