@@ -1,8 +1,14 @@
 // Session: libfuse session setup, mount, multi-threaded loop, unmount.
 #include "fuse/session.h"
 
+#include <poll.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
 #include <memory>
+#include <thread>
 #include <vector>
 
 namespace packfs {
@@ -44,6 +50,34 @@ class MountedSession {
   bool signals_ = false;
   bool mounted_ = false;
 };
+
+// Stops the push threads. One may be inside fuse_lowlevel_notify_store, which waits for the lock
+// of a page that a queued READ holds until it is answered: the loop's workers have stopped
+// answering, so requests are served here until the pushers have stopped (io_uring's threads still
+// serve until the unmount). Without this a SIGTERM with readers running could hang the daemon.
+void StopServing(fuse_session* se, Pusher& pusher, bool ring_serves) {
+  std::atomic<bool> stopped{false};
+  std::thread stopper([&] {
+    pusher.Stop();
+    stopped.store(true);
+  });
+  fuse_buf buf{};
+  while (!ring_serves && !stopped.load()) {
+    pollfd p{fuse_session_fd(se), POLLIN, 0};
+    if (::poll(&p, 1, 10) <= 0 || (p.revents & POLLIN) == 0) {
+      if (p.revents & (POLLERR | POLLHUP)) break;  // the connection is gone: nothing blocks
+      continue;
+    }
+    const int got = fuse_session_receive_buf(se, &buf);
+    if (got > 0) {
+      fuse_session_process_buf(se, &buf);
+    } else if (got != -EINTR && got != -EAGAIN) {
+      break;  // ENODEV: unmounted; a notify_store fails then instead of waiting
+    }
+  }
+  stopper.join();
+  std::free(buf.mem);
+}
 
 }  // namespace
 
@@ -98,6 +132,7 @@ Status ServeMount(const Filesystem& fs, const ServeConfig& config, const Session
     // Declared before `mounted`: its threads are woken and joined after the unmount, and its
     // rings closed before the session (and its /dev/fuse fd) is destroyed.
     std::unique_ptr<UringTransport> ring;
+    bool ring_serves = false;
     MountedSession mounted(se.get());
     PACKFS_RETURN_IF_ERROR(mounted.InstallSignals());
     PACKFS_RETURN_IF_ERROR(mounted.Mount(params.mountpoint));
@@ -113,6 +148,7 @@ Status ServeMount(const Filesystem& fs, const ServeConfig& config, const Session
       Status hooked = ring->InstallIo();
       if (hooked.ok()) {
         ring->Start();
+        ring_serves = true;
       } else {
         log.Warning(hooked.message() + "; serving through /dev/fuse");
         counters->failed.store(true);
@@ -127,7 +163,8 @@ Status ServeMount(const Filesystem& fs, const ServeConfig& config, const Session
     fuse_loop_cfg_set_idle_threads(loop.get(), threads);
     int rc = fuse_session_loop_mt(se.get(), loop.get());
     if (rc < 0) log.Error("session loop ended with error: " + ErrnoText(-rc));
-    if (state.pusher) state.pusher->Stop();  // before the session it pushes to goes away
+    // Before the session it pushes to goes away, and while requests are still answered.
+    if (state.pusher) StopServing(se.get(), *state.pusher, ring_serves);
   }
   return Status::OK();
 }
