@@ -2,7 +2,9 @@
 // in-memory database for FromData), each with its prepared statements.
 //
 // Opening loads only meta, shards and problems, so it costs the same for 10 or 10M members; the
-// node table is read on demand, one primary-key or (parent, name) index probe per request.
+// node table is read on demand, one primary-key or fence probe per request. A catalog read in
+// place (OpenUri) does not load the shard rows either: only their count (the id b-tree's last
+// row), then each block of kShardBlock rows on its first use.
 // Connections open the file with immutable=1: catalogs are never modified in place (writers
 // publish a new file by rename), so SQLite may skip its per-query file locks and hot-journal
 // checks. A connection opened after the file was replaced by a rename would see another catalog
@@ -13,7 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <map>
 #include <random>
 #include <unordered_map>
@@ -154,7 +158,7 @@ Result<bool> Catalog::Step(sql::Stmt& s) const {
   return row;
 }
 
-Status Catalog::LoadHeader() {
+Status Catalog::LoadHeader(bool lazy_shards) {
   PACKFS_ASSIGN_OR_RETURN(Lease lease, Borrow());
   sql::Db& db = lease->db;
   std::map<std::string, std::string, std::less<>> meta;
@@ -202,29 +206,29 @@ Status Catalog::LoadHeader() {
     return Status::Corruption("meta node count disagrees with its totals");
   }
   {
+    // An INTEGER PRIMARY KEY's max is the b-tree's rightmost path: a few pages, however many rows.
     PACKFS_ASSIGN_OR_RETURN(sql::Stmt n, db.Prepare("SELECT max(id) FROM shards"));
     PACKFS_ASSIGN_OR_RETURN(bool any, n.Step());
-    if (any && n.Int(0) > 0 && n.Int(0) < (int64_t{1} << 32)) {
-      shards_.reserve(static_cast<size_t>(n.Int(0)) + 1);
-    }
-    PACKFS_ASSIGN_OR_RETURN(
-        sql::Stmt s,
-        db.Prepare("SELECT id, name, size, mtime_ns, fingerprint, member_count FROM shards "
-                   "ORDER BY id"));
-    while (true) {
-      PACKFS_ASSIGN_OR_RETURN(bool row, s.Step());
-      if (!row) break;
-      ShardInfo info;
-      info.id = static_cast<uint32_t>(s.Int(0));
-      info.name = std::string(s.Text(1));
-      info.size = static_cast<uint64_t>(s.Int(2));
-      info.mtime_ns = s.Int(3);
-      info.fingerprint = static_cast<uint64_t>(s.Int(4));
-      info.member_count = static_cast<uint64_t>(s.Int(5));
-      if (info.id != shards_.size()) return Status::Corruption("shard ids are not 0..n-1");
-      shards_.push_back(std::move(info));
+    if (any && !n.IsNull(0)) {
+      if (n.Int(0) < 0 || n.Int(0) >= int64_t{UINT32_MAX}) {
+        return Status::Corruption("shard id " + std::to_string(n.Int(0)) + " is out of range");
+      }
+      shard_count_ = static_cast<uint32_t>(n.Int(0)) + 1;
     }
   }
+  shards_.resize(shard_count_);
+  const uint32_t blocks = (shard_count_ + kShardBlock - 1) / kShardBlock;
+  shard_loaded_ = std::make_unique<std::atomic<bool>[]>(blocks);
+  for (uint32_t b = 0; b < blocks; ++b) shard_loaded_[b].store(false, std::memory_order_relaxed);
+  if (!get("newest_shard_mtime_ns").empty()) {
+    try {
+      newest_shard_mtime_ns_ = std::stoll(get("newest_shard_mtime_ns"));
+    } catch (const std::exception&) {
+      return Status::Corruption("meta newest_shard_mtime_ns is not a number");
+    }
+  }
+  lazy_shards_ = lazy_shards;
+  if (!lazy_shards) PACKFS_RETURN_IF_ERROR(LoadShardBlocks(0, blocks, &db));
   {
     PACKFS_ASSIGN_OR_RETURN(sql::Stmt s,
                             db.Prepare("SELECT shard, message FROM problems ORDER BY rowid"));
@@ -265,6 +269,86 @@ Status Catalog::LoadHeader() {
   return Status::OK();
 }
 
+Status Catalog::LoadShardBlocks(uint32_t first_block, uint32_t end_block, sql::Db* db) const {
+  std::lock_guard<std::mutex> lock(shard_mu_);
+  while (first_block < end_block && shard_loaded_[first_block].load(std::memory_order_acquire)) {
+    ++first_block;
+  }
+  while (end_block > first_block && shard_loaded_[end_block - 1].load(std::memory_order_acquire)) {
+    --end_block;
+  }
+  if (first_block >= end_block) return Status::OK();
+  const uint64_t first = uint64_t{first_block} * kShardBlock;
+  const uint64_t end = std::min<uint64_t>(uint64_t{end_block} * kShardBlock, shard_count_);
+  std::optional<Lease> lease;
+  if (db == nullptr) {
+    PACKFS_ASSIGN_OR_RETURN(Lease borrowed, Borrow());
+    lease.emplace(std::move(borrowed));
+    db = &(*lease)->db;
+  }
+  PACKFS_ASSIGN_OR_RETURN(
+      sql::Stmt s,
+      db->Prepare("SELECT id, name, size, mtime_ns, fingerprint, member_count FROM shards "
+                  "WHERE id>=? AND id<? ORDER BY id"));
+  s.BindInt(1, static_cast<int64_t>(first));
+  s.BindInt(2, static_cast<int64_t>(end));
+  uint64_t next = first;
+  while (true) {
+    PACKFS_ASSIGN_OR_RETURN(bool row, Step(s));
+    if (!row) break;
+    if (s.Int(0) != static_cast<int64_t>(next)) break;
+    ShardInfo& info = shards_[next++];
+    info.id = static_cast<uint32_t>(s.Int(0));
+    info.name = std::string(s.Text(1));
+    info.size = static_cast<uint64_t>(s.Int(2));
+    info.mtime_ns = s.Int(3);
+    info.fingerprint = static_cast<uint64_t>(s.Int(4));
+    info.member_count = static_cast<uint64_t>(s.Int(5));
+  }
+  if (next != end) {
+    return Status::Corruption(path_ + ": shard ids are not 0.." + std::to_string(shard_count_ - 1) +
+                              " (no shard " + std::to_string(next) +
+                              "); rebuild it with `mkpack catalog`");
+  }
+  for (uint32_t b = first_block; b < end_block; ++b) {
+    shard_loaded_[b].store(true, std::memory_order_release);
+  }
+  return Status::OK();
+}
+
+Result<const ShardInfo*> Catalog::Shard(uint32_t id) const {
+  if (id >= shard_count_) {
+    return Status::Corruption(path_ + ": no shard " + std::to_string(id) + " (the catalog lists " +
+                              std::to_string(shard_count_) + ")");
+  }
+  const uint32_t block = id / kShardBlock;
+  if (!shard_loaded_[block].load(std::memory_order_acquire)) {
+    PACKFS_RETURN_IF_ERROR(LoadShardBlocks(block, block + 1));
+  }
+  return &shards_[id];
+}
+
+Result<std::span<const ShardInfo>> Catalog::Shards() const {
+  PACKFS_RETURN_IF_ERROR(LoadShardBlocks(0, (shard_count_ + kShardBlock - 1) / kShardBlock));
+  return std::span<const ShardInfo>(shards_);
+}
+
+Result<int64_t> Catalog::NewestShardMtime() const {
+  if (newest_shard_mtime_ns_) return *newest_shard_mtime_ns_ / 1000000000;
+  int64_t newest = 0;
+  if (!lazy_shards_) {
+    for (const ShardInfo& s : shards_) newest = std::max(newest, s.mtime_ns);
+    return newest / 1000000000;
+  }
+  // Rows loaded on demand (read in place) and a catalog written before the meta key: one
+  // aggregate query rather than every row.
+  PACKFS_ASSIGN_OR_RETURN(Lease lease, Borrow());
+  PACKFS_ASSIGN_OR_RETURN(sql::Stmt s, lease->db.Prepare("SELECT max(mtime_ns) FROM shards"));
+  PACKFS_ASSIGN_OR_RETURN(bool row, Step(s));
+  if (row && !s.IsNull(0)) newest = s.Int(0);
+  return newest / 1000000000;
+}
+
 Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
@@ -279,7 +363,7 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) {
   std::unique_ptr<Catalog> cat(new Catalog());
   cat->path_ = path;
   cat->uri_ = catalog_internal::FileUri(path) + "?mode=ro&immutable=1";
-  Status st2 = cat->LoadHeader();
+  Status st2 = cat->LoadHeader(/*lazy_shards=*/false);
   if (!st2.ok()) {
     if (st2.code() == Code::kIOError && (st2.err() == EACCES || st2.err() == ENOMEM)) return st2;
     // SQLite's own text already starts with the path; keep only its detail.
@@ -300,7 +384,7 @@ Result<std::unique_ptr<Catalog>> Catalog::OpenUri(std::string uri, std::string l
   cat->uri_size_ = size;
   cat->keep_alive_ = std::move(keep_alive);
   cat->explain_ = std::move(explain);
-  Status st = cat->Explained(cat->LoadHeader());
+  Status st = cat->Explained(cat->LoadHeader(/*lazy_shards=*/true));
   if (!st.ok()) {
     if (st.code() == Code::kIOError) return st;
     return Status::Corruption(cat->path_ + ": not a usable packfs catalog (" + st.message() +
@@ -328,7 +412,7 @@ Result<std::unique_ptr<Catalog>> Catalog::FromData(const CatalogData& data) {
   PACKFS_RETURN_IF_ERROR(catalog_internal::FillDatabase(keeper, data, /*exclusive=*/false));
   PACKFS_RETURN_IF_ERROR(keeper.Exec("PRAGMA cache_size=-256;"));  // its cache is never read again
   cat->keeper_ = std::make_unique<Connection>(std::move(keeper));
-  PACKFS_RETURN_IF_ERROR(cat->LoadHeader());
+  PACKFS_RETURN_IF_ERROR(cat->LoadHeader(/*lazy_shards=*/false));
   return cat;
 }
 

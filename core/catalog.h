@@ -21,11 +21,13 @@
 // connection with its prepared statements from an internal pool (grown on demand, never shrunk).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -107,6 +109,7 @@ Result<CatalogData> BuildNodes(std::vector<ShardContent> shards);
 Status WriteCatalog(const std::string& path, const CatalogData& data);
 
 namespace sql {
+class Db;
 class Stmt;
 }  // namespace sql
 
@@ -142,7 +145,19 @@ class Catalog {
   Catalog(const Catalog&) = delete;
   Catalog& operator=(const Catalog&) = delete;
 
-  const std::vector<ShardInfo>& shards() const { return shards_; }
+  // Shards are ids 0..shard_count()-1, in name order.
+  uint32_t shard_count() const { return shard_count_; }
+  // Shard `id`'s row; the pointer stays valid while the catalog lives. A catalog read in place
+  // (OpenUri) loads its shard rows in blocks of kShardBlock on first use, so opening it costs the
+  // same for 10 or 100,000 shards; the others load every row at open. Fails with Corruption for
+  // an id out of range or a block whose ids are not consecutive, or with the read's error.
+  Result<const ShardInfo*> Shard(uint32_t id) const;
+  // Every shard row in id order (loading the blocks not yet loaded).
+  Result<std::span<const ShardInfo>> Shards() const;
+  // The newest shard mtime in seconds (what directories report): meta 'newest_shard_mtime_ns'
+  // where the writer stored it, else the maximum over the rows.
+  Result<int64_t> NewestShardMtime() const;
+  static constexpr uint32_t kShardBlock = 256;
   const CatalogTotals& totals() const { return totals_; }
   const std::vector<std::string>& problems() const { return problems_; }
   // Shard file name of each problem, parallel to problems() ("" when unknown).
@@ -176,7 +191,8 @@ class Catalog {
   Result<std::unique_ptr<Connection>> Connect() const;
   // Prepares a connection's statements for version_.
   Status Prepare(Connection& conn) const;
-  Status LoadHeader();
+  // Reads meta, the shard count and problems; every shard row unless `lazy_shards`.
+  Status LoadHeader(bool lazy_shards);
 
   std::string path_;  // for messages ("<memory>" for FromData)
   std::string uri_;   // what each pooled connection opens
@@ -186,7 +202,17 @@ class Catalog {
   int version_ = 0;         // schema version (0 until LoadHeader has read it)
   catalog_internal::NodeCodec codec_;
   uint64_t fence_stride_ = 0;  // schema 2: children per fence
-  std::vector<ShardInfo> shards_;
+  // shard_count_ rows; block b (ids [b*kShardBlock, (b+1)*kShardBlock)) is valid once
+  // shard_loaded_[b] is set (release, after the rows are written under shard_mu_).
+  uint32_t shard_count_ = 0;
+  mutable std::vector<ShardInfo> shards_;
+  std::unique_ptr<std::atomic<bool>[]> shard_loaded_;
+  mutable std::mutex shard_mu_;
+  bool lazy_shards_ = false;
+  std::optional<int64_t> newest_shard_mtime_ns_;  // meta, when written
+  // Loads the blocks not loaded yet in [first_block, end_block), through `db` when given (else
+  // a borrowed connection).
+  Status LoadShardBlocks(uint32_t first_block, uint32_t end_block, sql::Db* db = nullptr) const;
   CatalogTotals totals_;
   std::vector<std::string> problems_;
   std::vector<std::string> problem_shards_;

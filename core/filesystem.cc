@@ -29,9 +29,8 @@ Result<std::unique_ptr<Filesystem>> Filesystem::Open(
   fs->sources_ = std::move(sources);
   for (const auto& src : fs->sources_) {
     for (const auto& w : src->warnings()) fs->warnings_.push_back(src->dir() + ": " + w);
-    for (const auto& shard : src->catalog().shards()) {
-      fs->dir_mtime_ = std::max<int64_t>(fs->dir_mtime_, shard.mtime_ns / 1000000000);
-    }
+    PACKFS_ASSIGN_OR_RETURN(int64_t newest, src->catalog().NewestShardMtime());
+    fs->dir_mtime_ = std::max<int64_t>(fs->dir_mtime_, newest);
   }
   if (fs->sources_.size() == 1) {
     fs->catalog_ = &fs->sources_[0]->catalog();
@@ -42,15 +41,9 @@ Result<std::unique_ptr<Filesystem>> Filesystem::Open(
   }
   for (const auto& w : fs->warnings_) fs->errors_.Add("", "", w);
   const CatalogTotals& t = fs->catalog_->totals();
-  fs->totals_ = FsTotals{t.files, t.directories, t.bytes, fs->catalog_->shards().size()};
-  fs->shard_count_ = fs->catalog_->shards().size();
+  fs->totals_ = FsTotals{t.files, t.directories, t.bytes, fs->catalog_->shard_count()};
+  fs->shard_count_ = fs->catalog_->shard_count();
   fs->shard_seen_ = std::make_unique<std::atomic<bool>[]>(fs->shard_count_);
-  for (const auto& src : fs->sources_) {
-    for (const ShardInfo& shard : src->catalog().shards()) {
-      fs->shard_has_crc_.push_back(!src->raw_members() &&
-                                   ShardFormatOf(shard.name) == ShardFormat::kZip);
-    }
-  }
   if (options.verify_crc) fs->crc_ = std::make_unique<CrcTracker>(t.files + t.directories);
   return fs;
 }
@@ -199,7 +192,14 @@ Status Filesystem::ReadDir(uint64_t ino, uint64_t offset, size_t max_entries,
 }
 
 bool Filesystem::ChecksCrc(const Node& file) const {
-  return crc_ != nullptr && file.shard < shard_has_crc_.size() && shard_has_crc_[file.shard];
+  if (crc_ == nullptr || file.shard >= shard_count_) return false;
+  // Zip members of a zip set carry a CRC-32; tar members and synthesized sets' files do not.
+  const size_t s = static_cast<size_t>(
+      std::upper_bound(shard_base_.begin(), shard_base_.end(), file.shard) -
+      shard_base_.begin() - 1);
+  if (sources_[s]->raw_members()) return false;
+  Result<const ShardInfo*> info = catalog_->Shard(file.shard);
+  return info.ok() && ShardFormatOf((*info)->name) == ShardFormat::kZip;
 }
 
 Status Filesystem::CrcFailure(const Node& file, const SourceNode& src,

@@ -239,7 +239,6 @@ class Filesystem {
   std::vector<uint32_t> shard_base_;   // merged mode: first global shard id of each source
   std::vector<Origin> origins_;        // merged mode: indexed by merged node id
   std::unique_ptr<std::atomic<bool>[]> shard_seen_;  // per global shard, for stats
-  std::vector<bool> shard_has_crc_;                  // per global shard: a zip of a zip set
   std::unique_ptr<CrcTracker> crc_;                  // null with verify_crc off
   size_t shard_count_ = 0;
   FilesystemOptions options_;

@@ -72,7 +72,9 @@ Status Filesystem::BuildMerged(const FilesystemOptions& options) {
   shard_base_.clear();
   for (size_t s = 0; s < sources_.size(); ++s) {
     shard_base_.push_back(static_cast<uint32_t>(shards.size()));
-    for (const ShardInfo& info : sources_[s]->catalog().shards()) {
+    PACKFS_ASSIGN_OR_RETURN(std::span<const ShardInfo> source_shards,
+                            sources_[s]->catalog().Shards());
+    for (const ShardInfo& info : source_shards) {
       ShardContent content;
       content.info = info;
       // Shard names must be unique in one catalog; the source directory tells them apart.

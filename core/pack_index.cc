@@ -101,7 +101,8 @@ Result<CatalogData> IndexShardFiles(const std::string& dir, const std::vector<st
   std::unordered_map<uint32_t, size_t> from_old;
   if (reuse != nullptr) {
     std::unordered_map<std::string, const ShardInfo*> old;
-    for (const ShardInfo& s : reuse->shards()) old.emplace(s.name, &s);
+    PACKFS_ASSIGN_OR_RETURN(std::span<const ShardInfo> reuse_shards, reuse->Shards());
+    for (const ShardInfo& s : reuse_shards) old.emplace(s.name, &s);
     for (size_t i = 0; i < names.size(); ++i) {
       auto it = old.find(names[i]);
       if (it == old.end()) continue;
@@ -167,16 +168,15 @@ Result<CatalogData> IndexShardFiles(const std::string& dir, const std::vector<st
   return BuildNodes(std::move(contents));
 }
 
-std::vector<MissingShard> FindMissingShards(const Catalog& catalog,
+std::vector<MissingShard> FindMissingShards(std::span<const ShardInfo> shards,
                                             const std::vector<std::string>& names) {
-  const std::vector<ShardInfo>& shards = catalog.shards();
   bool same = names.size() == shards.size();  // both in name order: the usual case, no set
   for (size_t i = 0; same && i < names.size(); ++i) same = names[i] == shards[i].name;
   if (same) return {};
   std::unordered_map<std::string_view, bool> present;
   for (const std::string& n : names) present.emplace(n, true);
   std::vector<MissingShard> missing;
-  for (const ShardInfo& s : catalog.shards()) {
+  for (const ShardInfo& s : shards) {
     if (!present.count(s.name)) missing.push_back({s.name, s.member_count});
   }
   return missing;
@@ -204,7 +204,8 @@ Result<CatalogBuildResult> RefreshCatalog(const std::string& dir, int threads,
   CatalogBuildResult result;
   PACKFS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListShardFiles(dir));
   if (old.ok()) {
-    result.forgotten = FindMissingShards(**old, names);
+    PACKFS_ASSIGN_OR_RETURN(std::span<const ShardInfo> old_shards, (*old)->Shards());
+    result.forgotten = FindMissingShards(old_shards, names);
     if (!result.forgotten.empty() && !forget_missing) {
       uint64_t members = 0;
       for (const MissingShard& m : result.forgotten) members += m.members;
@@ -236,7 +237,8 @@ Result<std::vector<std::string>> CheckCatalog(const std::string& dir) {
   std::vector<std::string> diffs;
   std::unordered_map<std::string, bool> on_disk;
   for (const auto& n : names) on_disk.emplace(n, false);
-  for (const ShardInfo& s : cat->shards()) {
+  PACKFS_ASSIGN_OR_RETURN(std::span<const ShardInfo> shards, cat->Shards());
+  for (const ShardInfo& s : shards) {
     const std::string ref = base + "/" + s.name;
     auto it = on_disk.find(s.name);
     if (it == on_disk.end()) {

@@ -20,12 +20,12 @@
 namespace packfs {
 
 struct PackSet::Impl {
-  // `shards` is the catalog's, which the PackSet keeps for as long as this.
-  Impl(const std::vector<ShardInfo>& shards, ShardPaths shard_paths, size_t max_open,
-       std::string hint, uint64_t max_id, ShardOpener opener = nullptr)
+  // `catalog` is the PackSet's, which it keeps for as long as this.
+  Impl(const Catalog& catalog, ShardPaths shard_paths, size_t max_open, std::string hint,
+       uint64_t max_id, ShardOpener opener = nullptr)
       : paths(std::move(shard_paths)),
         refresh_hint(hint),
-        pool(shards, paths, max_open, std::move(hint), std::move(opener)),
+        pool(catalog, paths, max_open, std::move(hint), std::move(opener)),
         checked_words(max_id / 64 + 1),
         checked(new std::atomic<uint64_t>[checked_words]) {
     for (size_t i = 0; i < checked_words; ++i) checked[i].store(0, std::memory_order_relaxed);
@@ -101,10 +101,9 @@ std::string StripSlashes(std::string dir) {
 // and sizes tell; mtime-only differences are settled later by fingerprint). With `stat_sizes`
 // the shards are stat'ed in parallel (on network storage each stat is a round trip); without,
 // only the names are compared and the shard pool checks each size at first open.
-std::string StaleReason(const Catalog& cat, const std::string& dir,
+std::string StaleReason(std::span<const ShardInfo> shards, const std::string& dir,
                         const std::vector<std::string>& names, const std::string& prefix,
                         bool stat_sizes) {
-  const std::vector<ShardInfo>& shards = cat.shards();
   std::vector<std::string> reasons;
   // Both lists are in name order; equal lists (the usual case) need no set.
   bool same = names.size() == shards.size();
@@ -146,10 +145,10 @@ bool DirUnchangedSince(const std::string& dir, const std::string& file) {
          std::make_pair(f.st_ctim.tv_sec, f.st_ctim.tv_nsec);
 }
 
-bool ListsExactly(const Catalog& cat, const std::vector<std::string>& names) {
+bool ListsExactly(std::span<const ShardInfo> shards, const std::vector<std::string>& names) {
   std::unordered_set<std::string> want(names.begin(), names.end());
-  if (want.size() != cat.shards().size()) return false;
-  for (const ShardInfo& s : cat.shards()) {
+  if (want.size() != shards.size()) return false;
+  for (const ShardInfo& s : shards) {
     if (!want.count(s.name)) return false;
   }
   return true;
@@ -176,10 +175,15 @@ Result<std::unique_ptr<PackSet>> PackSet::Open(const std::string& dir_in,
 
   Result<std::unique_ptr<Catalog>> cat = Status::NotFound("no catalog read");
   if (opts.catalog_use != Use::kNone) cat = Catalog::Open(catalog_path);
+  // Catalog::Open loads every shard row, so this cannot fail once it opened.
+  std::span<const ShardInfo> cat_shards;
+  if (cat.ok()) {
+    PACKFS_ASSIGN_OR_RETURN(cat_shards, (*cat)->Shards());
+  }
   std::vector<std::string> names;
-  if (shard_files.empty() && cat.ok() && (*cat)->shards().size() > opts.check_shards_at_open &&
+  if (shard_files.empty() && cat.ok() && cat_shards.size() > opts.check_shards_at_open &&
       opts.catalog_path.empty() && DirUnchangedSince(dir, catalog_path)) {
-    for (const ShardInfo& s : (*cat)->shards()) names.push_back(s.name);
+    for (const ShardInfo& s : cat_shards) names.push_back(s.name);
   } else {
     PACKFS_ASSIGN_OR_RETURN(names, ListShardFiles(dir));
     if (!shard_files.empty()) names = shard_files;
@@ -190,10 +194,10 @@ Result<std::unique_ptr<PackSet>> PackSet::Open(const std::string& dir_in,
   ps->dir_ = dir;
   ps->on_network_fs_ = OnNetworkFilesystem(dir);
   if (opts.catalog_use != Use::kNone) {
-    if (cat.ok() && !shard_files.empty() && !ListsExactly(**cat, names)) {
+    if (cat.ok() && !shard_files.empty() && !ListsExactly(cat_shards, names)) {
       // A catalog of the whole directory does not describe a chosen subset of its shards.
     } else if (std::vector<MissingShard> missing =
-                   cat.ok() ? FindMissingShards(**cat, names) : std::vector<MissingShard>();
+                   cat.ok() ? FindMissingShards(cat_shards, names) : std::vector<MissingShard>();
                !missing.empty()) {
       // Serving the rest would hide those members without a word (as a plain refresh would
       // drop them): the set is incomplete, and only its owner can say whether that is wanted.
@@ -205,8 +209,8 @@ Result<std::unique_ptr<PackSet>> PackSet::Open(const std::string& dir_in,
                            ", or run `mkpack catalog --forget-missing " + dir + "` to drop " +
                            (one ? "its" : "their") + " members from the catalog");
     } else if (cat.ok()) {
-      std::string why = StaleReason(**cat, dir, names, prefix,
-                                    (*cat)->shards().size() <= opts.check_shards_at_open);
+      std::string why = StaleReason(cat_shards, dir, names, prefix,
+                                    cat_shards.size() <= opts.check_shards_at_open);
       if (why.empty()) {
         ps->catalog_ = std::move(cat).value();
         ps->using_catalog_file_ = true;
@@ -231,9 +235,9 @@ Result<std::unique_ptr<PackSet>> PackSet::Open(const std::string& dir_in,
 
   const CatalogTotals& t = ps->catalog_->totals();
   ShardPaths paths(
-      ps->catalog_->shards(), [dir](const std::string& name) { return dir + "/" + name; }, prefix);
+      *ps->catalog_, [dir](const std::string& name) { return dir + "/" + name; }, prefix);
   ps->impl_ = std::make_unique<Impl>(
-      ps->catalog_->shards(), std::move(paths),
+      *ps->catalog_, std::move(paths),
       opts.max_open_shards ? opts.max_open_shards : DefaultMaxOpenShards(), refresh,
       t.files + t.directories);
   return ps;
@@ -272,7 +276,7 @@ Result<std::unique_ptr<PackSet>> PackSet::FromSources(std::string label, const C
   PACKFS_ASSIGN_OR_RETURN(ps->catalog_, Catalog::FromData(data));
   for (const auto& p : ps->catalog_->problems()) ps->warnings_.push_back(p);
   const CatalogTotals& t = ps->catalog_->totals();
-  ps->impl_ = std::make_unique<Impl>(ps->catalog_->shards(),
+  ps->impl_ = std::make_unique<Impl>(*ps->catalog_,
                                      ShardPaths(std::move(file_paths), std::move(ref_paths)),
                                      DefaultMaxOpenShards(), "remount to see the current files",
                                      t.files + t.directories, std::move(opener));
@@ -291,8 +295,8 @@ Result<std::unique_ptr<PackSet>> PackSet::FromCatalog(
   ps->catalog_ = std::move(catalog);
   for (const auto& p : ps->catalog_->problems()) ps->warnings_.push_back(p);
   const CatalogTotals& t = ps->catalog_->totals();
-  ShardPaths paths(ps->catalog_->shards(), std::move(file_of), std::move(ref_prefix));
-  ps->impl_ = std::make_unique<Impl>(ps->catalog_->shards(), std::move(paths),
+  ShardPaths paths(*ps->catalog_, std::move(file_of), std::move(ref_prefix));
+  ps->impl_ = std::make_unique<Impl>(*ps->catalog_, std::move(paths),
                                      DefaultMaxOpenShards(), std::move(refresh_hint),
                                      t.files + t.directories, std::move(opener));
   return ps;
@@ -415,8 +419,8 @@ Result<std::span<const uint8_t>> PackSet::ReadThrough(
   }
   // Tar members carry no CRC-32; zip members' bytes are checked here, as they may never be
   // asked for again.
-  const bool has_crc = file.shard >= catalog_->shards().size() ||
-                       ShardFormatOf(catalog_->shards()[file.shard].name) != ShardFormat::kTar;
+  Result<const ShardInfo*> shard_info = catalog_->Shard(file.shard);
+  const bool has_crc = !shard_info.ok() || ShardFormatOf((*shard_info)->name) != ShardFormat::kTar;
   for (size_t i = 0; i < followers.size(); ++i) {
     const Node& f = followers[i];
     if (f.data_offset + f.size > begin + got) break;
@@ -431,9 +435,8 @@ Result<std::span<const uint8_t>> PackSet::ReadThrough(
 Status PackSet::CheckMemberAgainst(const Node& file, const ShardSource& shard) const {
   PACKFS_ASSIGN_OR_RETURN(std::string key, catalog_->KeyOf(file));
   const MemberReadSource src(shard, file.local_header_offset, file.data_offset + file.size);
-  const std::vector<ShardInfo>& shards = catalog_->shards();
-  Status st = CheckShardMember(src, file.shard < shards.size() ? shards[file.shard].name : "",
-                               key, file);
+  Result<const ShardInfo*> shard_info = catalog_->Shard(file.shard);
+  Status st = CheckShardMember(src, shard_info.ok() ? (*shard_info)->name : "", key, file);
   if (!st.ok()) {
     return Status::Stale(ShardRefPath(file.shard) + ": member " + QuoteKey(key) +
                          ": local header does not match the catalog (shard changed?): " +

@@ -193,9 +193,9 @@ struct MissingShard {
   std::string name;      // file name, "pack-0003.zip"
   uint64_t members = 0;  // members the catalog lists in it
 };
-// The shards `catalog` lists that are not among `names` (the directory's shard files), in
-// catalog order.
-std::vector<MissingShard> FindMissingShards(const Catalog& catalog,
+// The shards a catalog lists (`shards`, Catalog::Shards()) that are not among `names` (the
+// directory's shard files), in catalog order.
+std::vector<MissingShard> FindMissingShards(std::span<const ShardInfo> shards,
                                             const std::vector<std::string>& names);
 // "media/pack-0001.zip (12 members)", or "2 shards: media/pack-0001.zip (12 members), ..." for
 // messages; `prefix` is the pack directory's name in messages ("media").

@@ -221,7 +221,8 @@ Result<std::vector<RemoteShard>> DiscoverRemoteShards(const RemoteStore& store,
               [](const auto& a, const auto& b) { return a.first < b.first; });
     for (auto& f : found) out.push_back(std::move(f.second));
   } else if (catalog != nullptr) {
-    for (const ShardInfo& s : catalog->shards()) out.push_back(RemoteShard{s.name, "", 0, "", 0});
+    PACKFS_ASSIGN_OR_RETURN(std::span<const ShardInfo> shards, catalog->Shards());
+    for (const ShardInfo& s : shards) out.push_back(RemoteShard{s.name, "", 0, "", 0});
   } else {
     // No listing over plain HTTP: mkpack numbers shards from 0 without gaps, so the first
     // missing name ends the set.

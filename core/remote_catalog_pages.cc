@@ -70,6 +70,9 @@ RemoteReaderOptions CatalogPageOptions(const RemoteReaderOptions& shard_read,
   o.whole_member_limit = 0;
   o.walk_window = 0;
   o.sequential_before_window = 256 << 10;
+  // SQLite reads a scan's pages in order, one at a time: a read more than a block past the last
+  // is a jump (another shard row, another directory), not the same scan.
+  o.sequential_slack = o.block_size;
   o.min_window = 256 << 10;
   o.max_window = 8 << 20;
   o.max_part = 1 << 20;

@@ -51,19 +51,6 @@ Result<std::unique_ptr<Catalog>> FetchCatalog(const RemoteStore& store,
   return cat;
 }
 
-// Checks that every shard the catalog lists has a URL under the location, with no request: each
-// shard's identity is checked by its first GET (see RemoteShardSource::FromCatalog), so mounting
-// costs the same for 10 shards or 100,000. URLs are made again when a shard is opened, not kept.
-Status CheckShardNames(const RemoteStore& store, const Catalog& cat, const std::string& location) {
-  for (const ShardInfo& s : cat.shards()) {
-    Result<std::string> url = store.UrlOf(s.name);
-    if (!url.ok()) {
-      return url.status().WithPrefix("catalog of " + location + " lists shard " + s.name);
-    }
-  }
-  return Status::OK();
-}
-
 // Lists the pack-*.zip objects under an s3:// location and indexes them over ranged reads;
 // `etags` gets each shard's ETag from the listing.
 Result<std::unique_ptr<Catalog>> ListAndIndex(const RemoteStore& store, const std::string& base,
@@ -134,10 +121,14 @@ Result<std::unique_ptr<PackSet>> OpenRemotePackSet(const std::string& location_i
   Result<std::unique_ptr<Catalog>> fetched = FetchCatalog(*store, location, options);
   if (fetched.ok()) {
     catalog = std::move(fetched).value();
-    PACKFS_RETURN_IF_ERROR(CheckShardNames(*store, *catalog, location));
     // One request, whatever the number of shards: a server without ranges fails every read.
-    if (!catalog->shards().empty()) {
-      PACKFS_ASSIGN_OR_RETURN(std::string url, store->UrlOf(catalog->shards()[0].name));
+    // Nothing else is done per shard at mount (a catalog read in place loads a shard's row when
+    // the shard is first opened): each shard's URL is made, and its identity checked, by its
+    // first GET (see RemoteShardSource::FromCatalog), so mounting costs the same for 10 shards
+    // or 100,000.
+    if (catalog->shard_count() > 0) {
+      PACKFS_ASSIGN_OR_RETURN(const ShardInfo* first, catalog->Shard(0));
+      PACKFS_ASSIGN_OR_RETURN(std::string url, store->UrlOf(first->name));
       PACKFS_RETURN_IF_ERROR(ProbeRangeSupport(*store->http(), url, {}));
     }
     hint = "the pack set at " + location + " changed on the server; remount it (run `mkpack " +
@@ -169,14 +160,19 @@ Result<std::unique_ptr<PackSet>> OpenRemotePackSet(const std::string& location_i
                                                      shard.info.size, etags[shard.id], reader));
     };
   } else {
-    opener = [client, reader,
+    opener = [client, reader, store, location,
               pins = std::make_shared<EtagPins>()](const ShardToOpen& shard) -> Result<ShardLease> {
+      if (shard.path.empty()) {  // url_of failed: say why
+        Result<std::string> url = store->UrlOf(shard.info.name);
+        return (url.ok() ? Status::InvalidArgument("no URL") : url.status())
+            .WithPrefix("the catalog of " + location + " lists shard " + shard.info.name);
+      }
       return ShardLease(RemoteShardSource::FromCatalog(client, shard.path, shard.ref,
                                                        shard.info.size, shard.info.fingerprint,
                                                        pins, shard.id, reader));
     };
   }
-  // Names were checked above; a URL is made when its shard is opened.
+  // A URL is made when its shard is opened (empty when the name makes none: the opener says why).
   auto url_of = [store](const std::string& name) {
     Result<std::string> url = store->UrlOf(name);
     return url.ok() ? *url : std::string();

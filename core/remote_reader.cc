@@ -207,6 +207,7 @@ Status RemoteReader::FetchBlocks(const RangeFetcher& object, const std::vector<C
 uint64_t RemoteReader::Slack() const {
   // FUSE workers deliver a sequential reader's 128 KiB pieces slightly out of order: a read
   // within this distance of where the last ended still continues the stream.
+  if (options_.sequential_slack != 0) return options_.sequential_slack;
   return std::max<uint64_t>(uint64_t{1} << 20, 4 * options_.block_size);
 }
 

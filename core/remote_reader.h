@@ -83,6 +83,11 @@ struct RemoteReaderOptions {
   // first read at the start). Lets a reader of scattered pages (a catalog read in place) read
   // ahead for a long scan only.
   uint64_t sequential_before_window = 0;
+  // How far from where the last read of a member ended a read may start and still continue it
+  // (0: max(1 MiB, 4 blocks), for FUSE workers that deliver a reader's pieces out of order). A
+  // reader that reads in order itself (SQLite) sets it small, so that scattered reads near each
+  // other (shard rows, a directory's pages) do not pass for a scan.
+  uint64_t sequential_slack = 0;
   // Read-ahead of a walk over small members (see above); 0: every small member is one request.
   uint64_t walk_window = uint64_t{4} << 20;
   int prefetch_threads = 8;

@@ -28,22 +28,26 @@ size_t DefaultMaxOpenShards() {
 
 std::string ShardPaths::File(uint32_t shard) const {
   if (shard >= size()) return std::string();
-  return shards_ != nullptr ? file_of_((*shards_)[shard].name) : files_[shard];
+  if (catalog_ == nullptr) return files_[shard];
+  Result<const ShardInfo*> info = catalog_->Shard(shard);
+  return info.ok() ? file_of_((*info)->name) : std::string();
 }
 
 std::string ShardPaths::Ref(uint32_t shard) const {
   if (shard >= size()) return std::string();
-  return shards_ != nullptr ? ref_prefix_ + "/" + (*shards_)[shard].name : refs_[shard];
+  if (catalog_ == nullptr) return refs_[shard];
+  Result<const ShardInfo*> info = catalog_->Shard(shard);
+  return ref_prefix_ + "/" + (info.ok() ? (*info)->name : "shard #" + std::to_string(shard));
 }
 
-ShardPool::ShardPool(const std::vector<ShardInfo>& shards, const ShardPaths& paths,
-                     size_t max_open, std::string refresh_hint, ShardOpener opener)
-    : shards_(shards),
+ShardPool::ShardPool(const Catalog& catalog, const ShardPaths& paths, size_t max_open,
+                     std::string refresh_hint, ShardOpener opener)
+    : catalog_(catalog),
       paths_(paths),
       max_open_(std::max<size_t>(max_open, 1)),
       refresh_hint_(std::move(refresh_hint)),
       opener_(std::move(opener)),
-      slots_(new Slot[shards_.size()]) {}
+      slots_(new Slot[catalog.shard_count()]) {}
 
 ShardPool::~ShardPool() = default;
 
@@ -52,8 +56,7 @@ size_t ShardPool::open_count() const {
   return open_;
 }
 
-Status ShardPool::Validate(uint32_t shard, const FileShardSource& src) {
-  const ShardInfo& want = shards_[shard];
+Status ShardPool::Validate(uint32_t shard, const ShardInfo& want, const FileShardSource& src) {
   const FileStat& st = src.stat();
   const std::string name = paths_.Ref(shard);
   if (st.size != want.size) {
@@ -106,9 +109,10 @@ void ShardPool::InsertLocked(Slot& slot, uint32_t shard, ShardLease src) {
 }
 
 Result<ShardLease> ShardPool::Get(uint32_t shard) {
-  if (shard >= shards_.size()) {
+  if (shard >= catalog_.shard_count()) {
     return Status::Corruption("shard id " + std::to_string(shard) + " is not in the catalog (" +
-                              std::to_string(shards_.size()) + " shards); " + refresh_hint_);
+                              std::to_string(catalog_.shard_count()) + " shards); " +
+                              refresh_hint_);
   }
   Slot& slot = slots_[shard];
   {
@@ -126,9 +130,11 @@ Result<ShardLease> ShardPool::Get(uint32_t shard) {
       return slot.src;
     }
   }
+  // A catalog read in place may fetch the row now (a ranged GET of its block, once).
+  PACKFS_ASSIGN_OR_RETURN(const ShardInfo* info, catalog_.Shard(shard));
   if (opener_) {
     const std::string path = paths_.File(shard), ref = paths_.Ref(shard);
-    Result<ShardLease> opened = opener_(ShardToOpen{shard, shards_[shard], path, ref});
+    Result<ShardLease> opened = opener_(ShardToOpen{shard, *info, path, ref});
     if (!opened.ok()) return opened.status();
     std::lock_guard<std::mutex> lock(mu_);
     InsertLocked(slot, shard, *opened);
@@ -142,7 +148,7 @@ Result<ShardLease> ShardPool::Get(uint32_t shard) {
     return Status::Stale(file.status().message() + " (it changed since the catalog was built?); " +
                          refresh_hint_);
   }
-  PACKFS_RETURN_IF_ERROR(Validate(shard, **file));
+  PACKFS_RETURN_IF_ERROR(Validate(shard, *info, **file));
   ShardLease lease(std::move(file).value());
   std::lock_guard<std::mutex> lock(mu_);
   InsertLocked(slot, shard, lease);

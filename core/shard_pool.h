@@ -36,20 +36,21 @@ class ShardPaths {
  public:
   ShardPaths(std::vector<std::string> files, std::vector<std::string> refs)
       : files_(std::move(files)), refs_(std::move(refs)) {}
-  // `shards` (the catalog's, which must outlive this) named by `file_of(name)` and
+  // The shards of `catalog` (which must outlive this) named by `file_of(name)` and
   // `ref_prefix + "/" + name`.
-  ShardPaths(const std::vector<ShardInfo>& shards,
+  ShardPaths(const Catalog& catalog,
              std::function<std::string(const std::string& name)> file_of, std::string ref_prefix)
-      : shards_(&shards), file_of_(std::move(file_of)), ref_prefix_(std::move(ref_prefix)) {}
+      : catalog_(&catalog), file_of_(std::move(file_of)), ref_prefix_(std::move(ref_prefix)) {}
 
-  size_t size() const { return shards_ != nullptr ? shards_->size() : files_.size(); }
-  // Empty for an id out of range.
+  size_t size() const { return catalog_ != nullptr ? catalog_->shard_count() : files_.size(); }
+  // Empty for an id out of range, or a shard row that cannot be read.
   std::string File(uint32_t shard) const;
+  // For messages: "<ref_prefix>/shard #<id>" when the row cannot be read.
   std::string Ref(uint32_t shard) const;
 
  private:
   std::vector<std::string> files_, refs_;
-  const std::vector<ShardInfo>* shards_ = nullptr;
+  const Catalog* catalog_ = nullptr;
   std::function<std::string(const std::string& name)> file_of_;
   std::string ref_prefix_;
 };
@@ -71,11 +72,11 @@ size_t DefaultMaxOpenShards();
 
 class ShardPool {
  public:
-  // `shards` describes what the catalog expects; `paths.File(i)` opens shard i and
+  // `catalog`'s shard rows describe what is expected; `paths.File(i)` opens shard i and
   // `paths.Ref(i)` names it in messages; `refresh_hint` ends stale messages
   // ("run `mkpack catalog media` to refresh it"). Both are the caller's and must outlive the
   // pool.
-  ShardPool(const std::vector<ShardInfo>& shards, const ShardPaths& paths, size_t max_open,
+  ShardPool(const Catalog& catalog, const ShardPaths& paths, size_t max_open,
             std::string refresh_hint, ShardOpener opener = nullptr);
   ~ShardPool();
   ShardPool(const ShardPool&) = delete;
@@ -97,14 +98,14 @@ class ShardPool {
     Status status;
   };
   static constexpr size_t kOpenLocks = 64;
-  Status Validate(uint32_t shard, const FileShardSource& src);
+  Status Validate(uint32_t shard, const ShardInfo& want, const FileShardSource& src);
   void InsertLocked(Slot& slot, uint32_t shard, ShardLease src);
 
-  const std::vector<ShardInfo>& shards_;
+  const Catalog& catalog_;
   const ShardPaths& paths_;
   size_t max_open_;
   std::string refresh_hint_;
-  ShardOpener opener_;  // empty: open paths_.File(i) and validate against shards_
+  ShardOpener opener_;  // empty: open paths_.File(i) and validate against the catalog's row
   std::unique_ptr<Slot[]> slots_;
   // Opening shard i holds open_mu_[i % kOpenLocks]: a shard is never opened twice at once.
   std::mutex open_mu_[kOpenLocks];

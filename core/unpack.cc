@@ -72,7 +72,7 @@ bool Exists(const std::string& path) {
 
 Result<UnpackReport> UnpackPackSet(const PackSet& set, const std::string& out_dir,
                                    const UnpackOptions& opts) {
-  const auto& shards = set.catalog().shards();
+  PACKFS_ASSIGN_OR_RETURN(std::span<const ShardInfo> shards, set.catalog().Shards());
   if (!shards.empty() && ShardFormatOf(shards[0].name) == ShardFormat::kTar) {
     return Status::InvalidArgument(
         set.dir() + " holds tar shards (" + shards[0].name + "): extract them with `tar -xf` "

@@ -224,12 +224,15 @@ VerifyReport VerifyShards(const VerifyInput& in, int threads) {
   if (in.catalog_present) {
     if (in.catalog == nullptr) {
       report.problems.push_back(in.catalog_error);
+    } else if (Result<std::span<const ShardInfo>> catalog_shards = in.catalog->Shards();
+               !catalog_shards.ok()) {
+      report.problems.push_back(catalog_shards.status().message());
     } else {
       const Catalog& c = *in.catalog;
       std::unordered_map<std::string, size_t> by_name;
       for (size_t i = 0; i < names.size(); ++i) by_name.emplace(names[i], i);
       std::vector<bool> catalog_has(names.size(), false);
-      for (const ShardInfo& si : c.shards()) {
+      for (const ShardInfo& si : *catalog_shards) {
         auto it = by_name.find(si.name);
         if (it == by_name.end()) {
           // A plain refresh would drop the shard's members: say so, and what keeps them.
@@ -260,7 +263,7 @@ VerifyReport VerifyShards(const VerifyInput& in, int threads) {
       }
       // Every catalog file entry must match the member as indexed now.
       std::vector<uint32_t> shard_of_catalog;  // catalog shard id -> our index
-      for (const ShardInfo& si : c.shards()) {
+      for (const ShardInfo& si : *catalog_shards) {
         auto it = by_name.find(si.name);
         shard_of_catalog.push_back(it == by_name.end() ? UINT32_MAX
                                                        : static_cast<uint32_t>(it->second));

@@ -100,7 +100,9 @@ int RunRemoteCatalog(const std::string& location, const std::string& output,
 bool MissingFromCatalogDir(const std::string& dir) {
   auto cat = Catalog::Open(dir + "/" + kCatalogFileName);
   auto names = ListShardFiles(dir);
-  return cat.ok() && names.ok() && !FindMissingShards(**cat, *names).empty();
+  if (!cat.ok() || !names.ok()) return false;
+  auto shards = (*cat)->Shards();
+  return shards.ok() && !FindMissingShards(*shards, *names).empty();
 }
 
 }  // namespace

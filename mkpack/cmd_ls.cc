@@ -60,8 +60,9 @@ void RegisterLs(CLI::App& app, int* exit_code) {
         line = key + "\t" + set.Ref(key, n);
       } else if (opts->long_format) {
         char buf[96];
+        Result<const ShardInfo*> shard = set.catalog().Shard(n.shard);
         std::snprintf(buf, sizeof buf, "%12llu  %s  %12llu  %s  ", (unsigned long long)n.size,
-                      set.catalog().shards()[n.shard].name.c_str(),
+                      shard.ok() ? (*shard)->name.c_str() : "?",
                       (unsigned long long)n.data_offset, Hex32(n.crc32).c_str());
         line = buf + key;
       } else {

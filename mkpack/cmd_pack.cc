@@ -125,11 +125,13 @@ std::string CheckLostShards(const std::string& dst, const std::vector<std::strin
   *any_missing = false;
   auto cat = Catalog::Open(dst + "/" + kCatalogFileName);
   if (!cat.ok()) return "";
-  std::vector<MissingShard> missing = FindMissingShards(**cat, shards);
+  auto cat_shards = (*cat)->Shards();  // every row is loaded by Open: cannot fail here
+  if (!cat_shards.ok()) return "";
+  std::vector<MissingShard> missing = FindMissingShards(*cat_shards, shards);
   if (missing.empty()) return "";
   *any_missing = true;
   std::unordered_set<uint32_t> gone;
-  for (const ShardInfo& si : (*cat)->shards()) {
+  for (const ShardInfo& si : *cat_shards) {
     for (const MissingShard& m : missing) {
       if (m.name == si.name) gone.insert(si.id);
     }

@@ -58,7 +58,12 @@ int ResolveOne(const PackSet& set, const std::string& where, const std::string& 
   }
   const Node& n = **node;
   std::string shard_ref = set.ShardRefPath(n.shard);
-  const std::string& shard_name = set.catalog().shards()[n.shard].name;
+  Result<const ShardInfo*> shard_info = set.catalog().Shard(n.shard);
+  if (!shard_info.ok()) {
+    PrintError("resolve", shard_info.status());
+    return kExitError;
+  }
+  const std::string& shard_name = (*shard_info)->name;
   // A reference names its shard relative to the dataset root; accept it when it ends with the
   // shard's file name (the root prefix may differ after a copy), reject a different shard.
   if (!want_shard.empty()) {

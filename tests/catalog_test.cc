@@ -131,15 +131,28 @@ void ExpectMatches(const Catalog& cat, const CatalogData& data) {
   EXPECT_EQ(cat.totals().files, data.totals.files);
   EXPECT_EQ(cat.totals().directories, data.totals.directories);
   EXPECT_EQ(cat.totals().bytes, data.totals.bytes);
-  ASSERT_EQ(cat.shards().size(), data.shards.size());
+  ASSERT_EQ(cat.shard_count(), data.shards.size());
+  auto shards = cat.Shards();
+  ASSERT_TRUE(shards.ok()) << shards.status().ToString();
+  ASSERT_EQ(shards->size(), data.shards.size());
+  int64_t newest = 0;
   for (size_t i = 0; i < data.shards.size(); ++i) {
-    EXPECT_EQ(cat.shards()[i].name, data.shards[i].name);
-    EXPECT_EQ(cat.shards()[i].id, i);
-    EXPECT_EQ(cat.shards()[i].size, data.shards[i].size);
-    EXPECT_EQ(cat.shards()[i].mtime_ns, data.shards[i].mtime_ns);
-    EXPECT_EQ(cat.shards()[i].fingerprint, data.shards[i].fingerprint);
-    EXPECT_EQ(cat.shards()[i].member_count, data.shards[i].member_count);
+    const ShardInfo& s = (*shards)[i];
+    EXPECT_EQ(s.name, data.shards[i].name);
+    EXPECT_EQ(s.id, i);
+    EXPECT_EQ(s.size, data.shards[i].size);
+    EXPECT_EQ(s.mtime_ns, data.shards[i].mtime_ns);
+    EXPECT_EQ(s.fingerprint, data.shards[i].fingerprint);
+    EXPECT_EQ(s.member_count, data.shards[i].member_count);
+    auto one = cat.Shard(static_cast<uint32_t>(i));
+    ASSERT_TRUE(one.ok());
+    EXPECT_EQ(*one, &s);
+    newest = std::max(newest, data.shards[i].mtime_ns);
   }
+  EXPECT_FALSE(cat.Shard(static_cast<uint32_t>(data.shards.size())).ok());
+  auto newest_read = cat.NewestShardMtime();
+  ASSERT_TRUE(newest_read.ok());
+  EXPECT_EQ(*newest_read, newest / 1000000000);
   EXPECT_EQ(cat.problems(), data.problems);
   EXPECT_EQ(cat.problem_shards(), data.problem_shards);
   for (const Node& want : data.nodes) {
@@ -539,7 +552,9 @@ TEST(CatalogTest, SchemaOneCatalogsAreReadAndUpgraded) {
   }
   // The copies are newer than the shards the fixture's catalog describes; give them its mtimes,
   // so that the refresh sees them unchanged.
-  for (const ShardInfo& shard : (*old_cat)->shards()) {
+  auto old_shards = (*old_cat)->Shards();
+  ASSERT_TRUE(old_shards.ok());
+  for (const ShardInfo& shard : *old_shards) {
     struct timespec times[2];
     times[0].tv_nsec = UTIME_OMIT;
     times[1].tv_sec = shard.mtime_ns / 1000000000;

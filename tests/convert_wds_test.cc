@@ -50,7 +50,7 @@ std::map<std::string, std::set<std::string>> KeysByShard(const std::string& dir)
   std::map<std::string, std::set<std::string>> out;
   if (!ps.ok()) return out;
   Status st = (*ps)->catalog().ForEachFile([&](const std::string& key, const Node& n) {
-    out[(*ps)->catalog().shards()[n.shard].name].insert(key);
+    out[(*(*ps)->catalog().Shard(n.shard))->name].insert(key);
     return Status::OK();
   });
   EXPECT_TRUE(st.ok()) << st.ToString();

@@ -300,7 +300,10 @@ std::string CatalogDump(const std::string& dir) {
   EXPECT_TRUE(cat.ok()) << cat.status().message();
   if (!cat.ok()) return "";
   std::ostringstream o;
-  for (const ShardInfo& s : (*cat)->shards()) {
+  auto shards = (*cat)->Shards();
+  EXPECT_TRUE(shards.ok());
+  if (!shards.ok()) return "";
+  for (const ShardInfo& s : *shards) {
     o << s.id << ' ' << s.name << ' ' << s.size << ' ' << s.mtime_ns << ' ' << s.fingerprint
       << ' ' << s.member_count << '\n';
   }

@@ -213,7 +213,7 @@ TEST(PackSetTest, NoShardsAndOtherFilesIgnored) {
   MakePackSet(dir, {{{"a", "1"}}});
   auto ok = OpenOk(dir, Use::kAuto);
   ASSERT_TRUE(ok);
-  EXPECT_EQ(ok->catalog().shards().size(), 1u);
+  EXPECT_EQ(ok->catalog().shard_count(), 1u);
   auto missing = PackSet::Open(tmp / "nope", {});
   ASSERT_FALSE(missing.ok());
   EXPECT_TRUE(Contains(missing.status().message(), tmp / "nope"));
@@ -646,7 +646,7 @@ TEST(PackSetTest, RefreshReusesUnchangedShardsAndDropsRemovedOnes) {
       << refused.status().message();
   auto kept = Catalog::Open(dir + "/" + kCatalogFileName);
   ASSERT_TRUE(kept.ok());
-  EXPECT_EQ((*kept)->shards().size(), 3u);
+  EXPECT_EQ((*kept)->shard_count(), 3u);
   auto third = RefreshCatalog(dir, 2, /*forget_missing=*/true);
   ASSERT_TRUE(third.ok()) << third.status().ToString();
   ASSERT_EQ(third->forgotten.size(), 1u);

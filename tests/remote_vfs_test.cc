@@ -112,7 +112,7 @@ TEST_F(RemoteVfsTest, LookupsAnswerAsTheLocalFileDoes) {
   Remote remote = OpenRemote();
   ASSERT_NE(remote.catalog, nullptr);
   EXPECT_EQ(remote.catalog->totals().files, kMembers);
-  ASSERT_EQ(remote.catalog->shards().size(), 4u);
+  ASSERT_EQ(remote.catalog->shard_count(), 4u);
   std::mt19937_64 rng(5);
   for (int k = 0; k < 2000; ++k) {
     const std::string key = KeyOf(rng() % kMembers);
@@ -208,6 +208,85 @@ TEST_F(RemoteVfsTest, AListingReadsItsRowsAScanReadsAhead) {
               static_cast<unsigned long long>(blocks),
               static_cast<unsigned long long>(scanned.bytes_fetched - listed.bytes_fetched));
   EXPECT_LT(scanned.requests - listed.requests, blocks / 4);
+}
+
+// Writes www/media/<name>: `shards` shards of `members / shards` members each.
+void WriteShardedCatalog(const std::filesystem::path& path, size_t shards, uint64_t members) {
+  std::vector<ShardContent> contents(shards);
+  for (size_t s = 0; s < shards; ++s) {
+    contents[s].info.name = ShardFileName(s);
+    contents[s].info.size = 1000 + s;
+    contents[s].info.mtime_ns = (int64_t{1700000000} + static_cast<int64_t>(s)) * 1000000000;
+    contents[s].info.fingerprint = s * 0x9E3779B97F4A7C15ull;
+    for (uint64_t i = members * s / shards; i < members * (s + 1) / shards; ++i) {
+      ZipMember m;
+      m.name = KeyOf(i);
+      m.local_header_offset = (i - members * s / shards) * 1000;
+      m.data_offset = m.local_header_offset + 30 + m.name.size();
+      m.size = 900;
+      m.mtime = 1700000000;
+      contents[s].index.members.push_back(std::move(m));
+    }
+  }
+  auto data = BuildNodes(std::move(contents));
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  ASSERT_TRUE(WriteCatalog(path, *data).ok());
+}
+
+// Opening a catalog in place reads no shard row: 20,000 shards cost what 10 do. A shard's row is
+// read when first asked for, with its block of neighbours, and equals the local file's.
+TEST_F(RemoteVfsTest, ShardRowsAreReadOnFirstUse) {
+  constexpr uint64_t kSetMembers = 40000;
+  WriteShardedCatalog(*dir_ / "www/media/few.sqlite", 10, kSetMembers);
+  WriteShardedCatalog(*dir_ / "www/media/many.sqlite", 20000, kSetMembers);
+  Remote few = OpenRemote("few.sqlite");
+  Remote many = OpenRemote("many.sqlite");
+  ASSERT_NE(few.catalog, nullptr);
+  ASSERT_NE(many.catalog, nullptr);
+  const RemoteReaderStats few_open = few.reader->stats(), many_open = many.reader->stats();
+  std::printf("open: 10 shards %llu GETs %llu bytes; 20,000 shards %llu GETs %llu bytes\n",
+              static_cast<unsigned long long>(few_open.requests),
+              static_cast<unsigned long long>(few_open.bytes_fetched),
+              static_cast<unsigned long long>(many_open.requests),
+              static_cast<unsigned long long>(many_open.bytes_fetched));
+  EXPECT_EQ(many.catalog->shard_count(), 20000u);
+  EXPECT_LE(many_open.requests, few_open.requests + 1);
+  EXPECT_LT(many_open.bytes_fetched, 2 * few_open.bytes_fetched + (64 << 10));
+  auto newest = many.catalog->NewestShardMtime();  // from meta: no request
+  ASSERT_TRUE(newest.ok());
+  EXPECT_EQ(*newest, 1700000000 + 19999);
+  EXPECT_EQ(many.reader->stats().requests, many_open.requests);
+
+  auto local = Catalog::Open(*dir_ / "www/media/many.sqlite");
+  ASSERT_TRUE(local.ok());
+  std::mt19937_64 rng(3);
+  uint64_t most = 0;
+  for (int k = 0; k < 50; ++k) {
+    const uint32_t id = k == 0 ? 19999 : static_cast<uint32_t>(rng() % 20000);
+    const uint64_t before = many.reader->stats().requests;
+    auto got = many.catalog->Shard(id);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    most = std::max(most, many.reader->stats().requests - before);
+    auto want = (*local)->Shard(id);
+    ASSERT_TRUE(want.ok());
+    EXPECT_EQ((*got)->id, id);
+    EXPECT_EQ((*got)->name, (*want)->name);
+    EXPECT_EQ((*got)->size, (*want)->size);
+    EXPECT_EQ((*got)->mtime_ns, (*want)->mtime_ns);
+    EXPECT_EQ((*got)->fingerprint, (*want)->fingerprint);
+    EXPECT_EQ((*got)->member_count, (*want)->member_count);
+  }
+  std::printf("50 cold shard rows: at most %llu GETs each\n", static_cast<unsigned long long>(most));
+  EXPECT_LE(most, 3u);
+  // A neighbour of a row read is in the same block: no request.
+  const uint64_t before = many.reader->stats().requests;
+  ASSERT_TRUE(many.catalog->Shard(19998).ok());
+  EXPECT_EQ(many.reader->stats().requests, before);
+  EXPECT_FALSE(many.catalog->Shard(20000).ok());
+  auto all = many.catalog->Shards();
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 20000u);
+  EXPECT_EQ((*all)[12345].name, ShardFileName(12345));
 }
 
 TEST_F(RemoteVfsTest, ACatalogGoneFromTheServerFailsQueriesNamingIt) {
