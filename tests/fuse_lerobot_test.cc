@@ -472,7 +472,7 @@ TEST_F(LeRobotMountTest, ConvertPartialDatasetRefusesOrSkipsTheMissingEpisodes) 
   ASSERT_TRUE(mnt.ok()) << mnt.result().err;
   ExpectEpisodesMatchOriginals(mnt.path(), {top0, front1});
   ExpectEpisodesJsonl(mnt.path() + "/meta/episodes.jsonl");
-  EXPECT_EQ(testing::Sha256File(mnt.path() + "/data/chunk-000/file-000.parquet"),
+  EXPECT_EQ(testing::Sha256File(mnt.path() + "/v3/data/chunk-000/file-000.parquet"),
             testing::Sha256File(ds + "/data/chunk-000/file-000.parquet"));
   // Mounted as it is, the same partial dataset names both files too.
   testing::Mount partial({ds}, MountDir(work / "partial"));
@@ -524,15 +524,47 @@ TEST_F(LeRobotMountTest, ConvertLeRobotWritesSelfContainedEpisodes) {
     }
   }
   EXPECT_GT(used_shards.size(), 1u) << "the shard limit should spread the episodes";
-  // Mounted, the converted set serves the same episodes (and no second view of them), and the
-  // dataset's tables came along unchanged.
+  // Mounted, the converted set serves the same episodes (and no second view of them), it is the
+  // v2.1 dataset the view of the source shows (the same meta/ files, real members now, with the
+  // same mtimes), and the dataset's tables came along unchanged under v3/ (without the
+  // multi-episode MP4s).
+  EXPECT_NE(r.err.find("without meta/episodes_stats.jsonl"), std::string::npos) << r.err;
   testing::Mount mnt({dst}, MountDir(work / "mnt"));
   ASSERT_TRUE(mnt.ok()) << mnt.result().err;
   ExpectEpisodesMatchOriginals(mnt.path());
   ExpectEpisodesJsonl(mnt.path() + "/meta/episodes.jsonl");
-  EXPECT_EQ(testing::Sha256File(mnt.path() + "/data/chunk-000/file-000.parquet"),
+  testing::Mount view({dataset_}, MountDir(work / "view"));
+  ASSERT_TRUE(view.ok()) << view.result().err;
+  for (const char* rel : {"meta/info.json", "meta/episodes.jsonl", "meta/tasks.jsonl"}) {
+    EXPECT_EQ(testing::ReadFile(mnt.path() + "/" + rel), testing::ReadFile(view.path() + "/" + rel))
+        << rel;
+    struct stat a {}, b {};
+    ASSERT_EQ(::stat((mnt.path() + "/" + rel).c_str(), &a), 0) << rel;
+    ASSERT_EQ(::stat((view.path() + "/" + rel).c_str(), &b), 0) << rel;
+    EXPECT_EQ(a.st_mtime, b.st_mtime) << rel;
+  }
+  EXPECT_FALSE(std::filesystem::exists(mnt.path() + "/meta/episodes_stats.jsonl"));
+  EXPECT_FALSE(std::filesystem::exists(mnt.path() + "/data"));
+  EXPECT_EQ(testing::Sha256File(mnt.path() + "/v3/data/chunk-000/file-000.parquet"),
             testing::Sha256File(dataset_ + "/data/chunk-000/file-000.parquet"));
+  EXPECT_EQ(testing::Sha256File(mnt.path() + "/v3/meta/info.json"),
+            testing::Sha256File(dataset_ + "/meta/info.json"));
+  EXPECT_FALSE(std::filesystem::exists(mnt.path() + "/v3/videos"));
   EXPECT_FALSE(std::filesystem::exists(mnt.path() + "/videos/observation.images.front"));
+  // --layout v3: the v3 files in place and meta/episodes.jsonl, as the v3 view shows them.
+  const std::string v3dst = work / "episodes-v3";
+  testing::RunResult v3 =
+      testing::Run({testing::MkpackPath(), "convert-lerobot", dataset_, v3dst, "--layout", "v3"});
+  ASSERT_EQ(v3.exit_code, 0) << v3.err;
+  testing::Mount v3mnt({v3dst}, MountDir(work / "mnt-v3"));
+  ASSERT_TRUE(v3mnt.ok()) << v3mnt.result().err;
+  ExpectEpisodesJsonl(v3mnt.path() + "/meta/episodes.jsonl");
+  EXPECT_EQ(testing::Sha256File(v3mnt.path() + "/meta/info.json"),
+            testing::Sha256File(dataset_ + "/meta/info.json"));
+  EXPECT_EQ(testing::Sha256File(v3mnt.path() + "/data/chunk-000/file-000.parquet"),
+            testing::Sha256File(dataset_ + "/data/chunk-000/file-000.parquet"));
+  EXPECT_FALSE(std::filesystem::exists(v3mnt.path() + "/v3"));
+  EXPECT_FALSE(std::filesystem::exists(v3mnt.path() + "/meta/tasks.jsonl"));
   // Converting into a directory that already holds shards is refused, nothing overwritten.
   testing::RunResult again = testing::Run({testing::MkpackPath(), "convert-lerobot", dataset_, dst});
   EXPECT_EQ(again.exit_code, 2);
