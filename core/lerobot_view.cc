@@ -25,7 +25,10 @@ Result<std::optional<Node>> FindFile(const PackSet& set, const std::string& key)
   return node;
 }
 
-Result<std::string> ReadWhole(const PackSet& set, const std::string& key, const Node& node) {
+}  // namespace
+
+Result<std::string> ReadLeRobotMetaFile(const PackSet& set, const std::string& key,
+                                        const Node& node) {
   if (node.size > kMaxMetaFileBytes) {
     return Status::InvalidArgument(key + " is " + std::to_string(node.size) +
                                    " bytes; metadata files over 256 MiB are refused");
@@ -38,6 +41,8 @@ Result<std::string> ReadWhole(const PackSet& set, const std::string& key, const 
   text.resize(got);
   return text;
 }
+
+namespace {
 
 // Keys of the *.parquet files under directory `dir_key`, in key order.
 Status ListParquet(const PackSet& set, const Node& dir, const std::string& dir_key,
@@ -68,7 +73,7 @@ Mp4SliceRequest RequestOf(const EpisodeVideoFile& v) {
 Result<std::optional<LeRobotInfo>> ReadLeRobotInfo(const PackSet& dataset) {
   PACKFS_ASSIGN_OR_RETURN(std::optional<Node> node, FindFile(dataset, "meta/info.json"));
   if (!node) return std::optional<LeRobotInfo>();
-  PACKFS_ASSIGN_OR_RETURN(std::string text, ReadWhole(dataset, "meta/info.json", *node));
+  PACKFS_ASSIGN_OR_RETURN(std::string text, ReadLeRobotMetaFile(dataset, "meta/info.json", *node));
   PACKFS_ASSIGN_OR_RETURN(LeRobotInfo info,
                           ParseLeRobotInfo(text, dataset.dir() + "/meta/info.json"));
   return std::optional<LeRobotInfo>(std::move(info));
@@ -143,6 +148,8 @@ Result<LeRobotPlan> PlanLeRobotView(const PackSet& dataset, const LeRobotInfo& i
   std::vector<std::shared_ptr<const ShardSource>> sources;
   std::vector<const ShardSource*> raw;
   for (const auto& [key, node] : files) {
+    plan.episodes_tables.push_back(key);
+    plan.episodes_mtime = std::max(plan.episodes_mtime, node.mtime);
     sources.push_back(dataset.MemberSource(key, node));
     raw.push_back(sources.back().get());
   }
@@ -260,8 +267,13 @@ std::string DescribeMissingSource(const MissingLeRobotSource& missing) {
 }
 
 Result<std::unique_ptr<PackSet>> OpenLeRobotView(const PackSet& dataset, LeRobotPlan plan,
-                                                 const LeRobotViewOptions& opts) {
-  // Shard 0..n-1: the episode videos; shard n: meta/episodes.jsonl.
+                                                 const LeRobotViewOptions& opts,
+                                                 std::shared_ptr<const void> keep_alive) {
+  if (!plan.v21_data.empty()) {
+    return Status::NotSupported(dataset.dir() + ": serving v2.1 episode data files is not "
+                                "implemented yet; mount with --lerobot-view v3");
+  }
+  // Shard 0..n-1: the episode videos; then the generated metadata files, in memory.
   std::vector<ShardContent> shards;
   std::vector<std::string> files, refs;
   auto add = [&](const std::string& key, uint64_t size, const std::string& from, int64_t mtime) {
@@ -284,7 +296,15 @@ Result<std::unique_ptr<PackSet>> OpenLeRobotView(const PackSet& dataset, LeRobot
     add(v.key, v.size, dataset.dir() + "/" + v.source_key, v.mtime);
     newest = std::max(newest, v.mtime);
   }
-  add("meta/episodes.jsonl", plan.episodes_jsonl.size(), "<meta/episodes.jsonl>", newest);
+  std::vector<GeneratedFile> generated;
+  if (plan.layout == LeRobotLayout::kV3) {
+    generated.push_back({"meta/episodes.jsonl", std::move(plan.episodes_jsonl), newest});
+  } else {
+    generated = std::move(plan.v21_meta);
+  }
+  for (const GeneratedFile& g : generated) {
+    add(g.key, g.bytes.size(), "<" + g.key + ">", g.mtime);
+  }
   PACKFS_ASSIGN_OR_RETURN(CatalogData data, BuildNodes(std::move(shards)));
   // A partial dataset is served for what it holds; what it lacks is reported with the set's
   // other warnings (at mount, before the daemon detaches).
@@ -293,16 +313,23 @@ Result<std::unique_ptr<PackSet>> OpenLeRobotView(const PackSet& dataset, LeRobot
                             "; restore the file and remount to see them");
   }
   if (!plan.timestamp_note.empty()) data.problems.push_back(plan.timestamp_note);
+  for (std::string& note : plan.v21_notes) data.problems.push_back(std::move(note));
 
   auto opener_impl = std::make_shared<EpisodeVideoOpener>(dataset, opts.movie_cache_entries);
   auto videos = std::make_shared<const std::vector<EpisodeVideoFile>>(std::move(plan.videos));
-  auto jsonl = std::make_shared<const MemoryShardSource>(
-      "meta/episodes.jsonl",
-      std::vector<uint8_t>(plan.episodes_jsonl.begin(), plan.episodes_jsonl.end()));
-  ShardOpener opener = [opener_impl, videos,
-                        jsonl](const ShardToOpen& shard) -> Result<ShardLease> {
+  auto memory = std::make_shared<std::vector<std::shared_ptr<const MemoryShardSource>>>();
+  for (const GeneratedFile& g : generated) {
+    memory->push_back(std::make_shared<const MemoryShardSource>(
+        g.key, std::vector<uint8_t>(g.bytes.begin(), g.bytes.end())));
+  }
+  ShardOpener opener = [opener_impl, videos, memory,
+                        keep_alive](const ShardToOpen& shard) -> Result<ShardLease> {
     if (shard.id < videos->size()) return opener_impl->Open((*videos)[shard.id]);
-    return ShardLease(jsonl);
+    const size_t i = shard.id - videos->size();
+    if (i >= memory->size()) {
+      return Status::Corruption("LeRobot view: no file " + std::to_string(shard.id));
+    }
+    return ShardLease((*memory)[i]);
   };
   return PackSet::FromSources(dataset.dir() + " (LeRobot v2.1 view)", data, std::move(files),
                               std::move(refs), std::move(opener));

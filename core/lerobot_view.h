@@ -1,6 +1,8 @@
 // The LeRobot v2.1 view of a v3 dataset: one MP4 per episode and camera at the v2.1 path
 // (videos/chunk-XXX/<camera>/episode_XXXXXX.mp4), each a synthesized header followed by byte
-// ranges of the v3 file that holds the episode (never a copy), plus meta/episodes.jsonl.
+// ranges of the v3 file that holds the episode (never a copy), plus generated metadata: in the
+// v3 layout meta/episodes.jsonl beside the dataset's own files; in the v2.1 layout the v2.1
+// meta/ files (core/lerobot_v21_view.h), the dataset itself then being shown under v3/.
 //
 // At open, meta/info.json and the episodes parquet files are read and every source MP4's moov is
 // parsed once (in parallel) to size each episode file; the headers themselves are built when an
@@ -22,6 +24,12 @@
 #include "core/status.h"
 
 namespace packfs {
+
+// How a mount shows a LeRobot v3 dataset.
+enum class LeRobotLayout {
+  kV21,  // the mount root is a v2.1 dataset; the v3 files are under v3/
+  kV3,   // the v3 files at their paths, plus the episode MP4s and meta/episodes.jsonl
+};
 
 struct LeRobotViewOptions {
   size_t movie_cache_entries = 16;  // parsed source MP4s kept in memory
@@ -51,6 +59,23 @@ struct MissingLeRobotSource {
   std::vector<EpisodeVideoFile> videos;  // episode order; size, mtime and times unknown (0)
 };
 
+// A metadata file the view generates (whole, in memory).
+struct GeneratedFile {
+  std::string key;
+  std::string bytes;
+  int64_t mtime = 0;  // that of the v3 file it is made from, so it stays the same across mounts
+};
+
+// One v2.1 episode data file (data/chunk-XXX/episode_XXXXXX.parquet). Planned by the v2.1 data
+// writer (core/lerobot_v21_data, not yet merged); until then LeRobotPlan::v21_data stays empty
+// and the v2.1 layout has no data/ directory.
+struct V21EpisodeDataFile {
+  std::string key;
+  uint64_t episode = 0;
+  uint64_t size = 0;
+  int64_t mtime = 0;
+};
+
 // What a view shows, computed from the dataset (the episodes and, per episode and camera, the
 // virtual file). Used by the view and by `mkpack convert-lerobot`.
 struct LeRobotPlan {
@@ -59,8 +84,16 @@ struct LeRobotPlan {
   std::vector<EpisodeVideoFile> videos;  // episode order, cameras sorted within an episode;
                                          // only those whose source MP4 is present
   std::vector<MissingLeRobotSource> missing;  // source key order; empty for a whole dataset
-  std::string episodes_jsonl;            // meta/episodes.jsonl (every episode)
+  std::string episodes_jsonl;            // meta/episodes.jsonl (every episode), v3 layout
   std::string timestamp_note;  // DescribeEpisodeTimestampMismatch: "" when they agree
+  std::vector<std::string> episodes_tables;  // keys of meta/episodes/**/*.parquet, in key order
+  int64_t episodes_mtime = 0;                // the newest of theirs
+
+  // The layout served; kV21 only after AddLeRobotV21Files (core/lerobot_v21_view.h) filled:
+  LeRobotLayout layout = LeRobotLayout::kV3;
+  std::vector<GeneratedFile> v21_meta;       // meta/info.json, episodes.jsonl, tasks.jsonl, ...
+  std::vector<V21EpisodeDataFile> v21_data;  // empty until the v2.1 data writer plans them
+  std::vector<std::string> v21_notes;        // why a v2.1 file is left out, for the warnings
 };
 // Plans the view. A source MP4 the dataset does not hold is not an error: its episode videos go
 // to `missing` instead of `videos`, and the caller decides (the mount warns, `mkpack
@@ -92,10 +125,19 @@ class EpisodeVideoOpener {
   std::unique_ptr<Cache> cache_;
 };
 
-// The view as a set of its own, to be merged with `dataset` in one Filesystem. Each missing
-// source of the plan becomes one warning of the set (PackSet::warnings()) naming the file and the
-// episodes not shown.
+// The bytes of file `key` (`node`) of `set`; files over 256 MiB are refused (InvalidArgument).
+Result<std::string> ReadLeRobotMetaFile(const PackSet& set, const std::string& key,
+                                        const Node& node);
+
+// The view as a set of its own, to be merged in one Filesystem with `dataset` (v3 layout) or with
+// `dataset` under v3/ (v2.1 layout: OpenPrefixedSet). It serves the plan's episode videos and, by
+// its layout, meta/episodes.jsonl or the v2.1 metadata files. Each missing source of the plan
+// becomes one warning of the set (PackSet::warnings()) naming the file and the episodes not
+// shown; so do the plan's timestamp note and v21_notes. `keep_alive` (may be null) is held as
+// long as the set's reads may need `dataset` (pass the dataset's owner when the Filesystem does
+// not own it). A plan with v21_data is refused (NotSupported) until the v2.1 data writer is in.
 Result<std::unique_ptr<PackSet>> OpenLeRobotView(const PackSet& dataset, LeRobotPlan plan,
-                                                 const LeRobotViewOptions& opts);
+                                                 const LeRobotViewOptions& opts,
+                                                 std::shared_ptr<const void> keep_alive = nullptr);
 
 }  // namespace packfs

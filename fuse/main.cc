@@ -35,9 +35,11 @@
 #include "core/byte_size.h"
 #include "core/filesystem.h"
 #include "core/json.h"
+#include "core/lerobot_v21_view.h"
 #include "core/lerobot_view.h"
 #include "core/loose_dir.h"
 #include "core/pack_set.h"
+#include "core/prefixed_set.h"
 #include "core/remote_pack_set.h"
 #include "core/url.h"
 #include "core/tar_reader.h"
@@ -58,6 +60,7 @@ struct Cli {
   std::string on_collision;
   bool lerobot = false;
   bool no_lerobot = false;
+  std::string lerobot_view;  // "v2.1", "v3" or "" (v2.1)
   // Remote sources.
   std::string endpoint;
   std::string region;
@@ -179,6 +182,8 @@ struct Plan {
   // LeRobot v3 datasets get the v2.1 per-episode view: when detected (kAuto), always (kOn:
   // meta/info.json is enough), or never.
   enum class LeRobot { kAuto, kOn, kOff } lerobot = LeRobot::kAuto;
+  LeRobotLayout lerobot_layout = LeRobotLayout::kV21;  // --lerobot-view
+  bool lerobot_layout_given = false;  // a dataset that cannot be v2.1 fails instead of being v3
   int threads = 8;
   bool foreground = false;
   bool debug = false;
@@ -297,6 +302,16 @@ Result<Plan> MakePlan(const Cli& cli) {
   plan.lerobot = cli.lerobot      ? Plan::LeRobot::kOn
                  : cli.no_lerobot ? Plan::LeRobot::kOff
                                   : Plan::LeRobot::kAuto;
+  if (cli.no_lerobot && !cli.lerobot_view.empty()) {
+    return Status::InvalidArgument("--lerobot-view and --no-lerobot contradict each other");
+  }
+  plan.lerobot_layout_given = !cli.lerobot_view.empty();
+  if (cli.lerobot_view == "v3") {
+    plan.lerobot_layout = LeRobotLayout::kV3;
+  } else if (!cli.lerobot_view.empty() && cli.lerobot_view != "v2.1") {
+    return Status::InvalidArgument("--lerobot-view " + cli.lerobot_view +
+                                   ": expected v2.1 or v3");
+  }
   plan.remote.s3 = S3Config::FromEnvironment();
   if (!cli.endpoint.empty()) plan.remote.s3.endpoint = cli.endpoint;
   if (!cli.region.empty()) plan.remote.s3.region = cli.region;
@@ -345,35 +360,61 @@ bool IsLooseDataset(const std::string& dir, const std::vector<std::string>& shar
   return packed.ok() && !*packed && ::stat((dir + "/meta/info.json").c_str(), &st) == 0;
 }
 
-// The LeRobot v2.1 view of `set` when it is (or is told to be) a LeRobot v3 dataset; null when
-// it is not one.
-Result<std::unique_ptr<PackSet>> MaybeLeRobotView(const Plan& plan, const PackSet& set,
-                                                  const Logger& log) {
-  if (plan.lerobot == Plan::LeRobot::kOff) return std::unique_ptr<PackSet>();
-  PACKFS_ASSIGN_OR_RETURN(std::optional<LeRobotInfo> info, ReadLeRobotInfo(set));
+// The sets that serve `set` (a dataset source): itself, plus the LeRobot view when it is (or is
+// told to be) a LeRobot v3 dataset. In the v2.1 layout the dataset moves under v3/ and the view
+// serves the v2.1 metadata; `views` receives the view (merged after every dataset).
+Status AddSource(const Plan& plan, std::unique_ptr<PackSet> set, const Logger& log,
+                 std::vector<std::unique_ptr<PackSet>>* sets,
+                 std::vector<std::unique_ptr<PackSet>>* views) {
+  auto plain = [&]() {
+    sets->push_back(std::move(set));
+    return Status::OK();
+  };
+  if (plan.lerobot == Plan::LeRobot::kOff) return plain();
+  PACKFS_ASSIGN_OR_RETURN(std::optional<LeRobotInfo> info, ReadLeRobotInfo(*set));
   if (!info) {
     if (plan.lerobot == Plan::LeRobot::kOn) {
-      return Status::NotFound("--lerobot: " + set.dir() + " holds no meta/info.json");
+      return Status::NotFound("--lerobot: " + set->dir() + " holds no meta/info.json");
     }
-    return std::unique_ptr<PackSet>();
+    return plain();
   }
   if (!IsLeRobotV3(*info)) {
     if (plan.lerobot == Plan::LeRobot::kOn) {
-      log.Warning(set.dir() + "/meta/info.json says codebase_version '" +
+      log.Warning(set->dir() + "/meta/info.json says codebase_version '" +
                   info->codebase_version + "'; reading it as v3 as --lerobot asks");
     } else {
-      return std::unique_ptr<PackSet>();  // v2.x already has one file per episode
+      return plain();  // v2.x already has one file per episode
     }
   }
   if (plan.lerobot == Plan::LeRobot::kAuto) {
     // Already converted (`mkpack convert-lerobot` adds meta/episodes.jsonl beside the v3 tables
     // and stores the episode files themselves): nothing to synthesize.
-    PACKFS_ASSIGN_OR_RETURN(std::optional<Node> jsonl, set.catalog().Find("meta/episodes.jsonl"));
-    if (jsonl) return std::unique_ptr<PackSet>();
+    PACKFS_ASSIGN_OR_RETURN(std::optional<Node> jsonl,
+                            set->catalog().Find("meta/episodes.jsonl"));
+    if (jsonl) return plain();
   }
   LeRobotViewOptions opts;
-  PACKFS_ASSIGN_OR_RETURN(LeRobotPlan lr, PlanLeRobotView(set, *info, opts));
-  return OpenLeRobotView(set, std::move(lr), opts);
+  PACKFS_ASSIGN_OR_RETURN(LeRobotPlan lr, PlanLeRobotView(*set, *info, opts));
+  if (plan.lerobot_layout == LeRobotLayout::kV21) {
+    Status st = AddLeRobotV21Files(*set, &lr);
+    if (!st.ok() && plan.lerobot_layout_given) return st;
+    if (!st.ok()) log.Warning(st.message() + "; showing the v3 layout (--lerobot-view v3)");
+  }
+  if (lr.layout == LeRobotLayout::kV3) {
+    PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<PackSet> view,
+                            OpenLeRobotView(*set, std::move(lr), opts));
+    views->push_back(std::move(view));
+    return plain();
+  }
+  // The view and the v3/ set share the dataset, which the Filesystem no longer serves itself.
+  std::shared_ptr<const PackSet> dataset = std::move(set);
+  PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<PackSet> view,
+                          OpenLeRobotView(*dataset, std::move(lr), opts, dataset));
+  PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<PackSet> v3,
+                          OpenPrefixedSet(dataset, kLeRobotV3Prefix));
+  sets->push_back(std::move(v3));
+  views->push_back(std::move(view));
+  return Status::OK();
 }
 
 Result<std::unique_ptr<Filesystem>> OpenFilesystem(const Plan& plan, const Logger& log) {
@@ -388,10 +429,8 @@ Result<std::unique_ptr<Filesystem>> OpenFilesystem(const Plan& plan, const Logge
     } else {
       PACKFS_ASSIGN_OR_RETURN(set, PackSet::Open(plan.sources[i], plan.pack, plan.shard_files[i]));
     }
-    Result<std::unique_ptr<PackSet>> view = MaybeLeRobotView(plan, *set, log);
-    if (!view.ok()) return view.status().WithPrefix("LeRobot view of " + plan.sources[i]);
-    sets.push_back(std::move(set));
-    if (*view) views.push_back(std::move(view).value());
+    Status st = AddSource(plan, std::move(set), log, &sets, &views);
+    if (!st.ok()) return st.WithPrefix("LeRobot view of " + plan.sources[i]);
   }
   // Views read through their datasets, so they come last (and are destroyed last).
   for (auto& v : views) sets.push_back(std::move(v));
@@ -579,6 +618,12 @@ int main(int argc, char** argv) {
                "paths, meta/episodes.jsonl) even if meta/info.json does not say v3.x");
   app.add_flag("--no-lerobot", cli.no_lerobot,
                "serve a LeRobot v3 dataset's files only, without the per-episode view");
+  app.add_option("--lerobot-view", cli.lerobot_view,
+                 "how a LeRobot v3 dataset is shown: v2.1 (default: the mount is a v2.1 dataset, "
+                 "its v2.1 meta/ files and episode MP4s at the root, the v3 files under v3/) or "
+                 "v3 (the v3 files at their paths, plus the episode MP4s and "
+                 "meta/episodes.jsonl)")
+      ->check(CLI::IsMember({"v2.1", "v3"}));
   app.add_option("--endpoint", cli.endpoint,
                  "S3-compatible endpoint for s3:// sources, e.g. http://127.0.0.1:9000 "
                  "(default: $AWS_ENDPOINT_URL_S3 or $AWS_ENDPOINT_URL, else AWS)");

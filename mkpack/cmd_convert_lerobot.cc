@@ -1,12 +1,14 @@
 // `mkpack convert-lerobot SRC DST`: turns a LeRobot dataset into a self-contained pack set with
 // one MP4 per episode and camera. For v3 sources each episode video is sliced out of the
 // multi-episode MP4 (header synthesized, sample bytes copied unchanged — never re-encoded) and
-// stored at its v2.1 path, the cameras of one episode in one shard; meta/, data/ and the other
-// files are copied, meta/episodes.jsonl is added, and DST/video_index.json maps every episode and
-// camera to its blob reference, time range and frame count. v2.x sources (one MP4 per episode
-// already) are packed unchanged. A v3 dataset missing source MP4s is refused, listing every one,
-// unless --missing skip converts what is there (the skipped episode videos are listed in
-// video_index.json and the summary).
+// stored at its v2.1 path, the cameras of one episode in one shard; DST/video_index.json maps
+// every episode and camera to its blob reference, time range and frame count. In the v2.1
+// layout (the default) DST is the v2.1 dataset `packfs --lerobot-view v2.1` shows: the generated
+// v2.1 meta/ files (core/lerobot_v21_view.h) as real members, and meta/, data/ and the other v3
+// files copied under v3/; in the v3 layout they are copied in place and meta/episodes.jsonl is
+// added. v2.x sources (one MP4 per episode already) are packed unchanged. A v3 dataset missing
+// source MP4s is refused, listing every one, unless --missing skip converts what is there (the
+// skipped episode videos are listed in video_index.json and the summary).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +25,7 @@
 
 #include "core/json.h"
 #include "core/key.h"
+#include "core/lerobot_v21_view.h"
 #include "core/lerobot_view.h"
 #include "core/loose_dir.h"
 #include "core/pack_set.h"
@@ -37,6 +40,7 @@ struct LeRobotArgs : PackOutputArgs {
   std::string src, dst;
   ShardLimitArgs limits;  // --max-pack-bytes only: an episode's cameras share a shard
   std::string missing = "error";  // a source MP4 the episodes table names is absent: error | skip
+  std::string layout = "v2.1";    // of a v3 source's output: v2.1 | v3
 };
 
 using Clock = std::chrono::steady_clock;
@@ -80,13 +84,15 @@ struct Converted {
   bool v3 = false;
 };
 
-// Every file of the dataset as an input read through the set (loose file or pack member).
-Status AddDatasetFiles(const PackSet& set, bool skip_v3_videos, Converted* out) {
+// Every file of the dataset as an input read through the set (loose file or pack member), stored
+// at `prefix` + its key.
+Status AddDatasetFiles(const PackSet& set, bool skip_v3_videos, const std::string& prefix,
+                       Converted* out) {
   static const std::regex kV21Episode(R"(^videos/chunk-\d+/[^/]+/episode_(\d+)\.mp4$)");
   return set.catalog().ForEachFile([&](const std::string& key, const Node& node) -> Status {
     if (skip_v3_videos && key.rfind("videos/", 0) == 0) return Status::OK();
     PackInput in;
-    in.key = key;
+    in.key = prefix + key;
     in.path = set.dir() + "/" + key;
     in.size = node.size;
     in.mtime = node.mtime;
@@ -113,27 +119,45 @@ Status MissingSourcesError(const PackSet& set, const LeRobotPlan& plan) {
       "\nrestore them (an interrupted download?), or convert the rest with --missing skip");
 }
 
+// A generated file as an input.
+PackInput GeneratedInput(const std::string& key, const std::string& bytes, int64_t mtime) {
+  PackInput in;
+  in.key = key;
+  in.path = "<" + key + ">";
+  in.size = bytes.size();
+  in.mtime = mtime;
+  in.whole_file = false;
+  in.source =
+      std::make_shared<MemoryShardSource>(key, std::vector<uint8_t>(bytes.begin(), bytes.end()));
+  in.group = "file " + key;
+  return in;
+}
+
 Result<Converted> Collect(const PackSet& set, const LeRobotInfo& info, int threads,
-                          bool skip_missing) {
+                          bool skip_missing, bool v21_layout) {
   Converted c;
   c.v3 = IsLeRobotV3(info);
-  PACKFS_RETURN_IF_ERROR(AddDatasetFiles(set, c.v3, &c));
-  if (!c.v3) return c;
+  if (!c.v3) {
+    PACKFS_RETURN_IF_ERROR(AddDatasetFiles(set, false, "", &c));
+    return c;
+  }
   LeRobotViewOptions vopts;
   vopts.threads = threads;
   PACKFS_ASSIGN_OR_RETURN(c.plan, PlanLeRobotView(set, info, vopts));
   if (!c.plan.missing.empty() && !skip_missing) return MissingSourcesError(set, c.plan);
+  if (v21_layout) {
+    Status st = AddLeRobotV21Files(set, &c.plan);
+    if (!st.ok()) return st.WithPrefix("--layout v2.1 (--layout v3 converts as it is)");
+    PACKFS_RETURN_IF_ERROR(AddDatasetFiles(set, true, kLeRobotV3Prefix, &c));
+    for (const GeneratedFile& g : c.plan.v21_meta) {
+      c.inputs.push_back(GeneratedInput(g.key, g.bytes, g.mtime));
+    }
+  } else {
+    PACKFS_RETURN_IF_ERROR(AddDatasetFiles(set, true, "", &c));
+  }
   PACKFS_ASSIGN_OR_RETURN(std::optional<Node> existing, set.catalog().Find("meta/episodes.jsonl"));
-  if (!existing) {
-    PackInput in;
-    in.key = "meta/episodes.jsonl";
-    in.path = "<meta/episodes.jsonl>";
-    in.size = c.plan.episodes_jsonl.size();
-    in.whole_file = false;
-    in.source = std::make_shared<MemoryShardSource>(
-        in.key, std::vector<uint8_t>(c.plan.episodes_jsonl.begin(), c.plan.episodes_jsonl.end()));
-    in.group = "file " + in.key;
-    c.inputs.push_back(std::move(in));
+  if (!existing && !v21_layout) {
+    c.inputs.push_back(GeneratedInput("meta/episodes.jsonl", c.plan.episodes_jsonl, 0));
   }
   auto opener = std::make_shared<const EpisodeVideoOpener>(set, 8);
   for (const EpisodeVideoFile& v : c.plan.videos) {
@@ -243,12 +267,15 @@ int RunConvertLeRobot(const LeRobotArgs& a) {
   if (!*info) {
     return fail(Status::NotFound(a.src + " holds no meta/info.json: not a LeRobot dataset"));
   }
-  auto conv = Collect(**set, **info, opts.jobs, a.missing == "skip");
+  auto conv = Collect(**set, **info, opts.jobs, a.missing == "skip", a.layout == "v2.1");
   if (!conv.ok()) return fail(conv.status());
   Converted& c = *conv;
   const size_t skipped = Skipped(c.plan).size();
   if (!c.plan.timestamp_note.empty()) {
     std::fprintf(stderr, "mkpack convert-lerobot: note: %s\n", c.plan.timestamp_note.c_str());
+  }
+  for (const std::string& note : c.plan.v21_notes) {
+    std::fprintf(stderr, "mkpack convert-lerobot: note: %s\n", note.c_str());
   }
   if (skipped > 0) {
     std::fprintf(stderr,
@@ -348,7 +375,9 @@ void RegisterConvertLeRobot(CLI::App& app, int* exit_code) {
       "Convert a LeRobot dataset (SRC: its root as plain files, or a pack set holding it) into a "
       "self-contained pack set in DST with one MP4 per episode and camera at the v2.1 paths "
       "(videos/chunk-XXX/<camera>/episode_XXXXXX.mp4). v3 episodes are sliced from the "
-      "multi-episode MP4s without re-encoding; meta/, data/ and other files are copied; "
+      "multi-episode MP4s without re-encoding; by default (--layout v2.1) DST is a v2.1 dataset "
+      "(the v2.1 meta/ files that `packfs --lerobot-view v2.1` shows, the v3 meta/, data/ and "
+      "other files copied under v3/); with --layout v3 they are copied in place and "
       "meta/episodes.jsonl is added; DST/video_index.json maps each episode and camera to its "
       "blob reference, time range (ns) and frame count. v2.x datasets are packed unchanged. The "
       "cameras of one episode share a shard.\nA v3 dataset whose episodes table names source MP4s "
@@ -363,6 +392,12 @@ void RegisterConvertLeRobot(CLI::App& app, int* exit_code) {
                   "(refuse, listing every missing file) or skip (convert the rest; the skipped "
                   "episode videos are listed on stderr and in video_index.json, exit status 1)")
       ->check(CLI::IsMember({"error", "skip"}))
+      ->capture_default_str();
+  sub->add_option("--layout", args->layout,
+                  "of a v3 dataset: v2.1 (DST is a LeRobot v2.1 dataset: generated v2.1 meta/ "
+                  "files, the v3 files under v3/) or v3 (the v3 files in place, plus "
+                  "meta/episodes.jsonl)")
+      ->check(CLI::IsMember({"v2.1", "v3"}))
       ->capture_default_str();
   AddPackOutputOptions(sub, args.get(), "threads reading the source (and parsing MP4s)",
                        "print the plan (episodes, their sources, ranges, sizes, shards)");

@@ -15,9 +15,12 @@
 #include <nlohmann/json.hpp>
 #include <map>
 #include <memory>
+#include <regex>
 #include <set>
 #include <sstream>
 
+#include "core/lerobot_v21.h"
+#include "core/shard_source.h"
 #include "tests/support/mount_util.h"
 #include "tests/support/mp4_util.h"
 #include "tests/support/test_util.h"
@@ -145,6 +148,118 @@ class LeRobotMountTest : public ::testing::Test {
     EXPECT_EQ(n, manifest_["episodes"].size());
   }
 
+  // `root` is the default (v2.1) layout of the generated dataset, `err` the mount's stderr:
+  // meta/ holds the v2.1 files as core/lerobot_v21 generates them from the dataset (Python's json
+  // reads them), with the mtimes of the v3 files they come from; episodes_stats.jsonl is left out
+  // with a warning (the generator's tables carry no stats for every feature, and camera stats
+  // are not converted yet); data/ holds v2.1 episode files only (none yet); every v3 file is
+  // under v3/, byte-identical; nothing else is at the root.
+  // `exact_mtimes`: the source is the loose dataset (a pack keeps the mtimes zip can store).
+  static void ExpectV21Layout(const std::string& root, const std::string& err,
+                              bool exact_mtimes = true) {
+    const std::string info_text = testing::ReadFile(dataset_ + "/meta/info.json");
+    Result<LeRobotInfo> info = ParseLeRobotInfo(info_text, "info.json");
+    ASSERT_TRUE(info.ok()) << info.status().ToString();
+    auto episodes_src = FileShardSource::Open(
+        dataset_ + "/meta/episodes/chunk-000/file-000.parquet", "episodes");
+    ASSERT_TRUE(episodes_src.ok());
+    Result<std::vector<Episode>> episodes = ReadLeRobotEpisodes({episodes_src->get()}, *info);
+    ASSERT_TRUE(episodes.ok()) << episodes.status().ToString();
+    auto tasks_src = FileShardSource::Open(dataset_ + "/meta/tasks.parquet", "tasks");
+    ASSERT_TRUE(tasks_src.ok());
+    Result<std::vector<LeRobotTask>> tasks = ReadLeRobotTasks(**tasks_src);
+    ASSERT_TRUE(tasks.ok()) << tasks.status().ToString();
+    Result<std::string> want_info = LeRobotV21InfoJson(
+        info_text, LeRobotV21TotalsOf(*episodes, tasks->size()), "info.json");
+    ASSERT_TRUE(want_info.ok()) << want_info.status().ToString();
+
+    EXPECT_EQ(testing::ReadFile(root + "/meta/info.json"), *want_info);
+    EXPECT_EQ(testing::ReadFile(root + "/meta/episodes.jsonl"),
+              LeRobotV21EpisodesJsonl(*episodes));
+    EXPECT_EQ(testing::ReadFile(root + "/meta/tasks.jsonl"), LeRobotV21TasksJsonl(*tasks));
+    EXPECT_EQ(tasks->size(), 2u);
+    testing::RunResult py = testing::Run(
+        {"/usr/bin/python3", "-c",
+         "import json, sys\n"
+         "r = sys.argv[1]\n"
+         "info = json.load(open(r + '/meta/info.json'))\n"
+         "assert info['codebase_version'] == 'v2.1', info['codebase_version']\n"
+         "assert info['data_path'] == "
+         "'data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet'\n"
+         "assert info['video_path'] == "
+         "'videos/chunk-{episode_chunk:03d}/{video_key}/episode_{episode_index:06d}.mp4'\n"
+         "assert info['total_episodes'] == 5 and info['total_videos'] == 10\n"
+         "assert info['total_tasks'] == 2 and info['chunks_size'] == 1000\n"
+         "eps = [json.loads(l) for l in open(r + '/meta/episodes.jsonl')]\n"
+         "assert [e['episode_index'] for e in eps] == list(range(5))\n"
+         "assert sum(e['length'] for e in eps) == info['total_frames']\n"
+         "tasks = [json.loads(l) for l in open(r + '/meta/tasks.jsonl')]\n"
+         "assert [t['task_index'] for t in tasks] == [0, 1]\n"
+         "for e in eps:\n"
+         "    for k in [k for k, f in info['features'].items() if f['dtype'] == 'video']:\n"
+         "        p = info['video_path'].format(episode_chunk=e['episode_index'] // 1000,\n"
+         "                                      video_key=k, episode_index=e['episode_index'])\n"
+         "        open(r + '/' + p, 'rb').close()\n"
+         "print('ok')\n",
+         root});
+    EXPECT_EQ(py.exit_code, 0) << py.out << py.err;
+    EXPECT_EQ(py.out, "ok\n");
+
+    // Stable mtimes: those of the v3 files the metadata comes from.
+    auto mtime = [](const std::string& path) {
+      struct stat st {};
+      EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+      return st.st_mtime;
+    };
+    EXPECT_EQ(mtime(root + "/meta/info.json"), mtime(root + "/v3/meta/info.json"));
+    EXPECT_EQ(mtime(root + "/meta/tasks.jsonl"), mtime(root + "/v3/meta/tasks.parquet"));
+    EXPECT_EQ(mtime(root + "/meta/episodes.jsonl"),
+              mtime(root + "/v3/meta/episodes/chunk-000/file-000.parquet"));
+    if (exact_mtimes) {
+      EXPECT_EQ(mtime(root + "/meta/info.json"), mtime(dataset_ + "/meta/info.json"));
+      EXPECT_EQ(mtime(root + "/v3/data/chunk-000/file-000.parquet"),
+                mtime(dataset_ + "/data/chunk-000/file-000.parquet"));
+    }
+
+    EXPECT_FALSE(std::filesystem::exists(root + "/meta/episodes_stats.jsonl"));
+    EXPECT_NE(err.find("without meta/episodes_stats.jsonl"), std::string::npos) << err;
+
+    std::set<std::string> top;
+    for (const auto& e : std::filesystem::directory_iterator(root)) {
+      top.insert(e.path().filename().string());
+    }
+    top.erase("data");  // v2.1 episode files only, checked below
+    EXPECT_EQ(top, (std::set<std::string>{"meta", "v3", "videos"}));
+    std::set<std::string> meta;
+    for (const auto& e : std::filesystem::directory_iterator(root + "/meta")) {
+      meta.insert(e.path().filename().string());
+    }
+    EXPECT_EQ(meta, (std::set<std::string>{"episodes.jsonl", "info.json", "tasks.jsonl"}));
+    const std::regex v21_data(R"(data/chunk-\d{3}/episode_\d{6}\.parquet)");
+    if (std::filesystem::exists(root + "/data")) {
+      for (const auto& e : std::filesystem::recursive_directory_iterator(root + "/data")) {
+        if (e.is_directory()) continue;
+        const std::string rel = std::filesystem::relative(e.path(), root).string();
+        EXPECT_TRUE(std::regex_match(rel, v21_data)) << rel << " is not a v2.1 data file";
+      }
+    }
+    // Every file of the dataset under v3/, byte for byte, and nothing else there.
+    size_t files = 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dataset_)) {
+      if (e.is_directory()) continue;
+      const std::string rel = std::filesystem::relative(e.path(), dataset_).string();
+      EXPECT_EQ(testing::Sha256File(root + "/v3/" + rel), testing::Sha256File(e.path().string()))
+          << rel;
+      ++files;
+    }
+    size_t shown = 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(root + "/v3")) {
+      if (!e.is_directory()) ++shown;
+    }
+    EXPECT_EQ(shown, files);
+    EXPECT_GT(files, 5u);
+  }
+
   static inline std::unique_ptr<TempDir> tmp_;
   static std::string dataset_;
   static json manifest_;
@@ -159,7 +274,7 @@ std::map<std::string, std::vector<std::string>> LeRobotMountTest::original_hashe
 
 TEST_F(LeRobotMountTest, LooseV3DatasetShowsOneMp4PerEpisodeAndCamera) {
   TempDir mnt_dir;
-  testing::Mount mnt({dataset_}, MountDir(mnt_dir / "mnt"));
+  testing::Mount mnt({dataset_}, MountDir(mnt_dir / "mnt"), {"--lerobot-view", "v3"});
   ASSERT_TRUE(mnt.ok()) << mnt.result().err;
   ExpectEpisodesMatchOriginals(mnt.path());
   ExpectEpisodesJsonl(mnt.path() + "/meta/episodes.jsonl");
@@ -192,6 +307,37 @@ TEST_F(LeRobotMountTest, LooseV3DatasetShowsOneMp4PerEpisodeAndCamera) {
   EXPECT_NE(::stat((plain.path() + "/meta/episodes.jsonl").c_str(), &st), 0);
   EXPECT_NE(::stat((plain.path() + "/" + V21Path(0, "observation.images.front")).c_str(), &st), 0);
   EXPECT_EQ(::stat((plain.path() + "/meta/info.json").c_str(), &st), 0);
+  EXPECT_FALSE(std::filesystem::exists(plain.path() + "/v3"));
+  // The v3 layout has no v3/ directory and keeps the v3 info.json.
+  EXPECT_FALSE(std::filesystem::exists(mnt.path() + "/v3"));
+  EXPECT_FALSE(std::filesystem::exists(mnt.path() + "/meta/tasks.jsonl"));
+}
+
+// The default layout: the mount root is a v2.1 dataset, its episode videos frame-exact, the v3
+// files under v3/.
+TEST_F(LeRobotMountTest, DefaultLayoutIsAV21Dataset) {
+  TempDir work;
+  testing::Mount mnt({dataset_}, MountDir(work / "mnt"));
+  ASSERT_TRUE(mnt.ok()) << mnt.result().err;
+  ExpectV21Layout(mnt.path(), mnt.result().err);
+  ExpectEpisodesMatchOriginals(mnt.path());
+  // Asked for explicitly, the same.
+  testing::Mount again({dataset_}, MountDir(work / "again"), {"--lerobot-view", "v2.1"});
+  ASSERT_TRUE(again.ok()) << again.result().err;
+  EXPECT_EQ(testing::ReadFile(again.path() + "/meta/info.json"),
+            testing::ReadFile(mnt.path() + "/meta/info.json"));
+}
+
+// Option errors: an unknown layout, and a layout with --no-lerobot.
+TEST_F(LeRobotMountTest, LeRobotViewOptionIsChecked) {
+  TempDir work;
+  testing::Mount bad({dataset_}, MountDir(work / "bad"), {"--lerobot-view", "v2"});
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.result().err.find("--lerobot-view"), std::string::npos) << bad.result().err;
+  testing::Mount both({dataset_}, MountDir(work / "both"),
+                      {"--lerobot-view", "v3", "--no-lerobot"});
+  EXPECT_FALSE(both.ok());
+  EXPECT_NE(both.result().err.find("contradict"), std::string::npos) << both.result().err;
 }
 
 TEST_F(LeRobotMountTest, PackedV3DatasetWorksTheSame) {
@@ -204,6 +350,12 @@ TEST_F(LeRobotMountTest, PackedV3DatasetWorksTheSame) {
   ASSERT_TRUE(mnt.ok()) << mnt.result().err;
   ExpectEpisodesMatchOriginals(mnt.path());
   ExpectEpisodesJsonl(mnt.path() + "/meta/episodes.jsonl");
+  ExpectV21Layout(mnt.path(), mnt.result().err, /*exact_mtimes=*/false);
+  testing::Mount v3({work / "media"}, MountDir(work / "mnt-v3"), {"--lerobot-view", "v3"});
+  ASSERT_TRUE(v3.ok()) << v3.result().err;
+  EXPECT_EQ(testing::Sha256File(v3.path() + "/data/chunk-000/file-000.parquet"),
+            testing::Sha256File(dataset_ + "/data/chunk-000/file-000.parquet"));
+  ExpectEpisodesMatchOriginals(v3.path());
 }
 
 // A dataset missing one camera's source MP4s (an interrupted download) still mounts: the other
@@ -230,17 +382,19 @@ TEST_F(LeRobotMountTest, PartialDatasetServesTheEpisodesItHolds) {
   EXPECT_EQ(err.find("observation.images.front"), std::string::npos) << err;
   ExpectEpisodesMatchOriginals(mnt.path(), missing);
   EXPECT_FALSE(std::filesystem::exists(mnt.path() + "/videos/chunk-000/observation.images.top"));
-  // Every episode is still in the tables and in meta/episodes.jsonl; the files are served.
+  // Every episode is still in the tables and in meta/episodes.jsonl; the files are served
+  // (under v3/ in the default v2.1 layout).
   ExpectEpisodesJsonl(mnt.path() + "/meta/episodes.jsonl");
   for (const char* rel : {"meta/info.json", "meta/episodes/chunk-000/file-000.parquet",
                           "data/chunk-000/file-000.parquet",
                           "videos/observation.images.front/chunk-000/file-000.mp4",
                           "videos/observation.images.front/chunk-000/file-001.mp4"}) {
-    EXPECT_EQ(testing::Sha256File(mnt.path() + "/" + rel), testing::Sha256File(ds + "/" + rel))
+    EXPECT_EQ(testing::Sha256File(mnt.path() + "/v3/" + rel),
+              testing::Sha256File(ds + "/" + rel))
         << rel;
   }
   for (const std::string& rel : missing) {
-    EXPECT_FALSE(std::filesystem::exists(mnt.path() + "/" + rel)) << rel;
+    EXPECT_FALSE(std::filesystem::exists(mnt.path() + "/v3/" + rel)) << rel;
   }
 }
 
@@ -318,7 +472,7 @@ TEST_F(LeRobotMountTest, ConvertPartialDatasetRefusesOrSkipsTheMissingEpisodes) 
   ASSERT_TRUE(mnt.ok()) << mnt.result().err;
   ExpectEpisodesMatchOriginals(mnt.path(), {top0, front1});
   ExpectEpisodesJsonl(mnt.path() + "/meta/episodes.jsonl");
-  EXPECT_EQ(testing::Sha256File(mnt.path() + "/data/chunk-000/file-000.parquet"),
+  EXPECT_EQ(testing::Sha256File(mnt.path() + "/v3/data/chunk-000/file-000.parquet"),
             testing::Sha256File(ds + "/data/chunk-000/file-000.parquet"));
   // Mounted as it is, the same partial dataset names both files too.
   testing::Mount partial({ds}, MountDir(work / "partial"));
@@ -370,15 +524,47 @@ TEST_F(LeRobotMountTest, ConvertLeRobotWritesSelfContainedEpisodes) {
     }
   }
   EXPECT_GT(used_shards.size(), 1u) << "the shard limit should spread the episodes";
-  // Mounted, the converted set serves the same episodes (and no second view of them), and the
-  // dataset's tables came along unchanged.
+  // Mounted, the converted set serves the same episodes (and no second view of them), it is the
+  // v2.1 dataset the view of the source shows (the same meta/ files, real members now, with the
+  // same mtimes), and the dataset's tables came along unchanged under v3/ (without the
+  // multi-episode MP4s).
+  EXPECT_NE(r.err.find("without meta/episodes_stats.jsonl"), std::string::npos) << r.err;
   testing::Mount mnt({dst}, MountDir(work / "mnt"));
   ASSERT_TRUE(mnt.ok()) << mnt.result().err;
   ExpectEpisodesMatchOriginals(mnt.path());
   ExpectEpisodesJsonl(mnt.path() + "/meta/episodes.jsonl");
-  EXPECT_EQ(testing::Sha256File(mnt.path() + "/data/chunk-000/file-000.parquet"),
+  testing::Mount view({dataset_}, MountDir(work / "view"));
+  ASSERT_TRUE(view.ok()) << view.result().err;
+  for (const char* rel : {"meta/info.json", "meta/episodes.jsonl", "meta/tasks.jsonl"}) {
+    EXPECT_EQ(testing::ReadFile(mnt.path() + "/" + rel), testing::ReadFile(view.path() + "/" + rel))
+        << rel;
+    struct stat a {}, b {};
+    ASSERT_EQ(::stat((mnt.path() + "/" + rel).c_str(), &a), 0) << rel;
+    ASSERT_EQ(::stat((view.path() + "/" + rel).c_str(), &b), 0) << rel;
+    EXPECT_EQ(a.st_mtime, b.st_mtime) << rel;
+  }
+  EXPECT_FALSE(std::filesystem::exists(mnt.path() + "/meta/episodes_stats.jsonl"));
+  EXPECT_FALSE(std::filesystem::exists(mnt.path() + "/data"));
+  EXPECT_EQ(testing::Sha256File(mnt.path() + "/v3/data/chunk-000/file-000.parquet"),
             testing::Sha256File(dataset_ + "/data/chunk-000/file-000.parquet"));
+  EXPECT_EQ(testing::Sha256File(mnt.path() + "/v3/meta/info.json"),
+            testing::Sha256File(dataset_ + "/meta/info.json"));
+  EXPECT_FALSE(std::filesystem::exists(mnt.path() + "/v3/videos"));
   EXPECT_FALSE(std::filesystem::exists(mnt.path() + "/videos/observation.images.front"));
+  // --layout v3: the v3 files in place and meta/episodes.jsonl, as the v3 view shows them.
+  const std::string v3dst = work / "episodes-v3";
+  testing::RunResult v3 =
+      testing::Run({testing::MkpackPath(), "convert-lerobot", dataset_, v3dst, "--layout", "v3"});
+  ASSERT_EQ(v3.exit_code, 0) << v3.err;
+  testing::Mount v3mnt({v3dst}, MountDir(work / "mnt-v3"));
+  ASSERT_TRUE(v3mnt.ok()) << v3mnt.result().err;
+  ExpectEpisodesJsonl(v3mnt.path() + "/meta/episodes.jsonl");
+  EXPECT_EQ(testing::Sha256File(v3mnt.path() + "/meta/info.json"),
+            testing::Sha256File(dataset_ + "/meta/info.json"));
+  EXPECT_EQ(testing::Sha256File(v3mnt.path() + "/data/chunk-000/file-000.parquet"),
+            testing::Sha256File(dataset_ + "/data/chunk-000/file-000.parquet"));
+  EXPECT_FALSE(std::filesystem::exists(v3mnt.path() + "/v3"));
+  EXPECT_FALSE(std::filesystem::exists(v3mnt.path() + "/meta/tasks.jsonl"));
   // Converting into a directory that already holds shards is refused, nothing overwritten.
   testing::RunResult again = testing::Run({testing::MkpackPath(), "convert-lerobot", dataset_, dst});
   EXPECT_EQ(again.exit_code, 2);
@@ -482,8 +668,10 @@ TEST(LeRobotRealMetadata, EpisodesOfTheRecordingFixture) {
     }
   }
   std::string jsonl = testing::ReadFile(mnt.path() + "/meta/episodes.jsonl");
-  EXPECT_NE(jsonl.find("\"episode_index\":3"), std::string::npos) << jsonl;
-  EXPECT_NE(jsonl.find("\"length\":374"), std::string::npos) << jsonl;
+  EXPECT_NE(jsonl.find("{\"episode_index\": 3, "), std::string::npos) << jsonl;
+  EXPECT_NE(jsonl.find("\"length\": 374}"), std::string::npos) << jsonl;
+  const std::string info = testing::ReadFile(mnt.path() + "/meta/info.json");
+  EXPECT_NE(info.find("\"codebase_version\": \"v2.1\""), std::string::npos) << info;
 }
 
 }  // namespace

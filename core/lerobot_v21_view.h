@@ -1,0 +1,28 @@
+// The metadata files of the LeRobot v2.1 layout of a v3 dataset (meta/info.json,
+// meta/episodes.jsonl, meta/tasks.jsonl, meta/episodes_stats.jsonl), generated from the dataset's
+// v3 metadata with the core/lerobot_v21 generators, for the mount's view and for
+// `mkpack convert-lerobot`. Reads through `dataset` only during the call; thread-compatible.
+#pragma once
+
+#include "core/lerobot_view.h"
+#include "core/pack_set.h"
+#include "core/status.h"
+
+namespace packfs {
+
+// Where the v3 files go in the v2.1 layout.
+inline constexpr const char* kLeRobotV3Prefix = "v3/";
+
+// Turns `plan` (from PlanLeRobotView of `dataset`) into a v2.1 layout plan: layout kV21 and
+// v21_meta holding, in this order, meta/info.json (LeRobotV21InfoJson of the dataset's
+// meta/info.json, totals from the episodes tables and meta/tasks.parquet; its mtime),
+// meta/episodes.jsonl (LeRobotV21EpisodesJsonl; the episodes tables' newest mtime),
+// meta/tasks.jsonl (tasks.parquet's mtime) and meta/episodes_stats.jsonl (the episodes tables'
+// mtime). episodes_stats.jsonl is left out, with a note in v21_notes saying why, when the tables'
+// stats cannot be converted (e.g. camera stats, not supported yet): a v2.1 loader refuses the
+// dataset without it, but the files are still useful. A missing or bad meta/info.json or
+// meta/tasks.parquet is an error naming the file (the caller may fall back to the v3 layout).
+// v21_data stays empty: the v2.1 episode data files are not generated yet.
+Status AddLeRobotV21Files(const PackSet& dataset, LeRobotPlan* plan);
+
+}  // namespace packfs
