@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,6 +36,19 @@ struct ParquetOptions {
   // One page's uncompressed size: writers cut pages at about 1 MiB, so a page declaring more is
   // refused before its buffer is allocated (a zstd page may claim 32768x its compressed size).
   uint64_t max_page_bytes = uint64_t{256} << 20;
+};
+
+// Rows [first_row, first_row + count) of one top-level column with a single leaf (a flat column
+// or a 3-level LIST), as decoded: the levels and the non-null values (ColumnValues), for callers
+// that copy columns (parquet_writer) or interpret levels themselves.
+struct ParquetColumnRows {
+  std::string leaf_path;  // dotted, e.g. "observation.state.list.element"
+  parquet::LeafShape shape;
+  bool list = false;  // a 3-level LIST of one repeated group: max_rep is 1
+  // Definition level at which a list holds an element (the repeated group's); for a flat column,
+  // max_def.
+  uint32_t element_def = 0;
+  parquet::ColumnValues values;  // level entries of exactly `count` rows
 };
 
 class ParquetFile {
@@ -65,6 +79,16 @@ class ParquetFile {
   Result<std::vector<std::vector<int64_t>>> ReadInt64List(std::string_view list_column) const;
   Result<std::vector<std::vector<double>>> ReadDoubleList(std::string_view list_column) const;
 
+  // The rows [first_row, first_row + count) of the top-level column `column` (see
+  // ParquetColumnRows), decoding only the row groups that hold them. A range past num_rows is
+  // InvalidArgument; a column of several leaves (a struct) or lists nested in lists is
+  // NotSupported; a missing column NotFound. The caps of ParquetOptions apply to the row groups
+  // read.
+  Result<ParquetColumnRows> ReadColumnRows(std::string_view column, uint64_t first_row,
+                                           uint64_t count) const;
+  // Rows of each row group, in order.
+  std::vector<uint64_t> row_group_rows() const;
+
  private:
   struct Leaf {
     std::string path;              // dotted
@@ -76,7 +100,9 @@ class ParquetFile {
       : src_(src), options_(options), meta_(std::move(meta)) {}
   Status BuildLeaves();
   Result<size_t> FindLeaf(std::string_view path) const;
-  Status ReadLeaf(size_t leaf, parquet::ColumnValues* out) const;
+  // Decodes row groups [first_group, end_group) of the leaf (all of them by default).
+  Status ReadLeaf(size_t leaf, parquet::ColumnValues* out, size_t first_group = 0,
+                  size_t end_group = SIZE_MAX) const;
   Status CheckFlat(const Leaf& leaf, const char* want, bool type_ok) const;
   // The leaf of a 3-level LIST and the definition level of a present element; `type_ok` checks
   // the element type, `want` names it in the message.
