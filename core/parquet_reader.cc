@@ -533,4 +533,91 @@ Result<ParquetColumnRows> ParquetFile::ReadColumnRows(std::string_view column, u
   return out;
 }
 
+Result<std::vector<ParquetNestedList>> ParquetFile::ReadNestedDoubleList(
+    std::string_view list_column) const {
+  const std::string where = "Parquet file " + name() + ", column " + std::string(list_column);
+  std::optional<size_t> found;
+  size_t leaves = 0;
+  for (size_t i = 0; i < leaves_.size(); ++i) {
+    if (meta_.schema[leaves_[i].chain[0]].name != list_column) continue;
+    ++leaves;
+    found = i;
+  }
+  if (!found) {
+    return Status::NotFound("Parquet file " + name() + " has no list column '" +
+                            std::string(list_column) + "'");
+  }
+  const Leaf& leaf = leaves_[*found];
+  const auto& chain = leaf.chain;
+  // <col> (LIST) / list (repeated) / element (LIST) / list (repeated) / ... / element (leaf).
+  const size_t depth = (chain.size() - 1) / 2;
+  bool layout_ok = leaves == 1 && depth >= 1 && chain.size() == 2 * depth + 1 &&
+                   leaf.shape.max_rep == depth;
+  for (size_t k = 0; layout_ok && k < depth; ++k) {
+    const SchemaElement& group = meta_.schema[chain[2 * k]];
+    const SchemaElement& repeated = meta_.schema[chain[2 * k + 1]];
+    layout_ok = (group.logical_list || group.converted_type == parquet::kConvertedList) &&
+                group.num_children == 1 && repeated.num_children == 1 &&
+                repeated.repetition == parquet::kRepeated;
+  }
+  if (!layout_ok) {
+    return Status::NotSupported(where + " is not a list of values nested in 3-level LISTs (" +
+                                leaf.path + ")");
+  }
+  if (leaf.shape.type != parquet::kFloat && leaf.shape.type != parquet::kDouble) {
+    return Status::InvalidArgument(where + " holds " + parquet::TypeName(leaf.shape.type) +
+                                   " elements, not floating-point numbers");
+  }
+  // elem_def[k]: the definition level at which the depth-k list (1-based) holds an element.
+  std::vector<uint32_t> elem_def(depth + 1, 0);
+  uint32_t def = 0;
+  for (size_t i = 0, k = 0; i + 1 < chain.size(); ++i) {
+    const int32_t r = meta_.schema[chain[i]].repetition.value_or(parquet::kRequired);
+    def += r != parquet::kRequired;
+    if (r == parquet::kRepeated) elem_def[++k] = def;
+  }
+  ColumnValues cv;
+  PACKFS_RETURN_IF_ERROR(ReadLeaf(*found, &cv));
+  std::vector<ParquetNestedList> rows;
+  std::vector<ParquetNestedList*> open(depth + 1, nullptr);  // the current list at each depth
+  size_t v = 0;
+  for (uint64_t i = 0; i < cv.num_levels; ++i) {
+    const uint32_t d = cv.def.empty() ? leaf.shape.max_def : cv.def[i];
+    const uint32_t r = cv.rep[i];
+    if (r == 0) {
+      if (rows.size() >= num_rows_) {
+        return Status::Corruption(where + " has more lists than the file has rows");
+      }
+      rows.emplace_back();
+      std::fill(open.begin(), open.end(), nullptr);
+      open[1] = &rows.back();
+    } else if (rows.empty() || open[r] == nullptr) {
+      return Status::Corruption(where + " continues a list before starting one");
+    }
+    // A new element of the depth-max(r,1) list, and new lists below it down to this entry.
+    for (size_t k = std::max<uint32_t>(r, 1); k <= depth; ++k) {
+      if (d < elem_def[k]) {
+        if (k > std::max<uint32_t>(r, 1) || r == 0) break;  // an empty or null list
+        return Status::Corruption(where + " continues a list without an element");
+      }
+      if (k == depth) {
+        if (d != leaf.shape.max_def) return Status::NotSupported(where + " holds a null element");
+        if (v >= cv.doubles.size()) {
+          return Status::Corruption(where + " has fewer values than levels");
+        }
+        open[k]->values.push_back(cv.doubles[v++]);
+      } else {
+        open[k]->lists.emplace_back();
+        open[k + 1] = &open[k]->lists.back();
+        for (size_t j = k + 2; j <= depth; ++j) open[j] = nullptr;
+      }
+    }
+  }
+  if (rows.size() != num_rows_) {
+    return Status::Corruption(where + " has " + std::to_string(rows.size()) + " lists for " +
+                              std::to_string(num_rows_) + " rows");
+  }
+  return rows;
+}
+
 }  // namespace packfs

@@ -51,6 +51,13 @@ struct ParquetColumnRows {
   parquet::ColumnValues values;  // level entries of exactly `count` rows
 };
 
+// One row of a list of lists (of lists ...) of numbers: the innermost lists hold `values`, the
+// others `lists`.
+struct ParquetNestedList {
+  std::vector<double> values;
+  std::vector<ParquetNestedList> lists;
+};
+
 class ParquetFile {
  public:
   // Reads and decodes the footer only. Fails with Corruption (bad magic, truncated file, bad
@@ -78,6 +85,11 @@ class ParquetFile {
   // frame): ReadInt64List takes INT32/INT64/BOOLEAN elements, ReadDoubleList FLOAT/DOUBLE.
   Result<std::vector<std::vector<int64_t>>> ReadInt64List(std::string_view list_column) const;
   Result<std::vector<std::vector<double>>> ReadDoubleList(std::string_view list_column) const;
+  // Lists of FLOAT/DOUBLE nested any number of 3-level LISTs deep (e.g. LeRobot v3's per-episode
+  // image stats, list<list<list<double>>> of shape (3,1,1)), named by the top-level group; one
+  // per row. At the innermost depth a row reads like ReadDoubleList's. A null list at any depth
+  // reads as empty; a null element fails with NotSupported.
+  Result<std::vector<ParquetNestedList>> ReadNestedDoubleList(std::string_view list_column) const;
 
   // The rows [first_row, first_row + count) of the top-level column `column` (see
   // ParquetColumnRows), decoding only the row groups that hold them. A range past num_rows is
