@@ -522,6 +522,46 @@ TEST(LeRobotV21Data, NodeReadersReadTheEpisodeFiles) {
   EXPECT_FALSE(json["metadata"].contains("ARROW:schema"));
 }
 
+TEST(LeRobotV21Data, NodeReadersReadBoolsAndDoubleVectors) {
+  if (!NodeReady()) GTEST_SKIP() << "node or scripts/lerobot-parquet/node_modules unavailable";
+  auto schema = Ok(LeRobotV21DataSchemaFromInfo(kInfo, "meta/info.json"));
+  MemoryShardSource src("data/chunk-000/file-000.parquet", WriteSourceFile(0, 4, 5));
+  ParquetFile source = Ok(ParquetFile::Open(src));
+  // Episode 3: rows 30 .. 53 of the file.
+  auto bytes = Ok(LeRobotV21EpisodeParquet(schema, src, 30, 24, 3));
+  testing::TempDir tmp;
+  const std::string path = tmp / "episode_000003.parquet";
+  testing::WriteFile(path, std::string(bytes.begin(), bytes.end()));
+  auto run = testing::Run({"node", ParquetMjs() + "/parquet.mjs", "read", path});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto rows = nlohmann::json::parse(run.out)["rows"];
+  ASSERT_EQ(rows.size(), 24u);
+  auto action = Ok(source.ReadDoubleList("action"));
+  auto flags = Ok(source.ReadInt64List("flags"));
+  auto done = Ok(source.ReadInt64("next.done"));
+  auto task = Ok(source.ReadInt64("task_index"));
+  for (size_t r = 0; r < rows.size(); ++r) {
+    SCOPED_TRACE(rows[r].dump());
+    EXPECT_EQ(rows[r]["action"].get<std::vector<double>>(), action[30 + r]);
+    ASSERT_EQ(rows[r]["flags"].size(), 2u);
+    EXPECT_EQ(rows[r]["flags"][0].get<bool>(), flags[30 + r][0] != 0);
+    EXPECT_EQ(rows[r]["flags"][1].get<bool>(), flags[30 + r][1] != 0);
+    EXPECT_EQ(rows[r]["next.done"].get<bool>(), *done[30 + r] != 0);
+    EXPECT_EQ(rows[r]["task_index"].get<int64_t>(), *task[30 + r]);
+    EXPECT_EQ(rows[r]["episode_index"].get<int64_t>(), 3);
+  }
+  EXPECT_TRUE(rows[23]["next.done"].get<bool>());
+  run = testing::Run({"node", ParquetMjs() + "/parquet.mjs", "schema", path});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto json = nlohmann::json::parse(run.out);
+  EXPECT_EQ(json["rows_read"], 24);
+  EXPECT_EQ(json["fields"],
+            nlohmann::json::parse(R"({"observation.state": "List<Float32>",
+              "action": "List<Float64>", "next.done": "Bool", "flags": "List<Bool>",
+              "timestamp": "Float32", "frame_index": "Int64", "episode_index": "Int64",
+              "index": "Int64", "task_index": "Int64"})"));
+}
+
 TEST(LeRobotV21Data, SourceWrittenByParquetWasmWithVariableLists) {
   if (!NodeReady()) GTEST_SKIP() << "node or scripts/lerobot-parquet/node_modules unavailable";
   testing::TempDir tmp;
