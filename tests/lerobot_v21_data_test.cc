@@ -376,6 +376,54 @@ TEST(LeRobotV21Data, SizeIsExactForManyRowCounts) {
   }
 }
 
+TEST(LeRobotV21Data, StringFeaturesAreCopiedAndNeedABuildForTheirSize) {
+  auto schema = Ok(LeRobotV21DataSchemaFromInfo(
+      R"({"features": {"language_instruction": {"dtype": "string", "shape": [1]},
+                       "index": {"dtype": "int64", "shape": [1]}}})",
+      "meta/info.json"));
+  EXPECT_EQ(LeRobotV21HuggingfaceMetadata(schema),
+            "{\"info\": {\"features\": {\"language_instruction\": {\"dtype\": \"string\", "
+            "\"_type\": \"Value\"}, \"index\": {\"dtype\": \"int64\", \"_type\": \"Value\"}}}}");
+  const uint64_t rows = 2100;
+  auto text = [](uint64_t r) {
+    return r % 9 == 0 ? std::string() : "pick cube " + std::to_string(r);
+  };
+  std::vector<parquet::WriterColumn> cols(2);
+  cols[0].name = "index";
+  cols[1].name = "language_instruction";
+  cols[1].type = parquet::kByteArray;
+  cols[1].utf8 = true;
+  parquet::WriterOptions opt;
+  opt.row_group_rows = 700;
+  auto source_bytes = Ok(parquet::WriteParquetFile(cols, rows, opt, [&](size_t c) {
+    ColumnValues cv;
+    cv.num_levels = rows;
+    cv.def.assign(rows, 1);
+    for (uint64_t r = 0; r < rows; ++r) {
+      if (c == 0) {
+        cv.ints.push_back(static_cast<int64_t>(r));
+      } else {
+        cv.strings.push_back(text(r));
+      }
+    }
+    return Result<ColumnValues>(std::move(cv));
+  }));
+  MemoryShardSource src("data/chunk-000/file-000.parquet", source_bytes);
+  ParquetFile source = Ok(ParquetFile::Open(src));
+  EXPECT_EQ(LeRobotV21EpisodeParquetSize(schema, 1200).status().code(), Code::kNotSupported);
+  auto bytes = Ok(LeRobotV21EpisodeParquet(schema, src, 650, 1200));
+  MemoryShardSource out_src("episode.parquet", bytes);
+  ParquetFile out = Ok(ParquetFile::Open(out_src));
+  EXPECT_EQ(out.row_group_rows(), (std::vector<uint64_t>{1000, 200}));
+  auto got = Ok(out.ReadString("language_instruction"));
+  auto index = Ok(out.ReadInt64("index"));
+  ASSERT_EQ(got.size(), 1200u);
+  for (uint64_t r = 0; r < 1200; ++r) {
+    ASSERT_EQ(got[r], text(650 + r)) << r;
+    ASSERT_EQ(index[r], static_cast<int64_t>(650 + r)) << r;
+  }
+}
+
 void ExpectCorruption(const Result<std::vector<uint8_t>>& r, const std::string& says) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kCorruption) << r.status().ToString();
