@@ -3,9 +3,10 @@
 // by dotted path. Supports what pyarrow, parquet-wasm (Rust) and hyparquet-writer write for such
 // tables: DATA_PAGE v1 and v2 and DICTIONARY_PAGE; UNCOMPRESSED, SNAPPY, GZIP, ZSTD and LZ4_RAW;
 // PLAIN, dictionary, RLE (booleans), DELTA_* and BYTE_STREAM_SPLIT encodings; INT32/INT64/FLOAT/
-// DOUBLE/BOOLEAN/BYTE_ARRAY leaves, OPTIONAL columns (nulls) and 3-level LISTs. Anything else is a
-// NotSupported status naming the file, the column and the feature — never a wrong value. Only the
-// byte ranges of the requested column chunks are read.
+// DOUBLE/BOOLEAN/BYTE_ARRAY leaves, OPTIONAL columns (nulls) and 3-level LISTs (of numbers also
+// nested in LISTs, ReadNestedDoubleList). Anything else is a NotSupported status naming the file,
+// the column and the feature — never a wrong value. Only the byte ranges of the requested column
+// chunks are read (for ReadColumnRows, of the row groups holding the rows).
 //
 // Thread-safety: a ParquetFile is immutable after Open; its Read* methods may run concurrently
 // (the ShardSource contract is thread-safe positional reads).
