@@ -77,6 +77,29 @@ Result<std::vector<V21StatsJson>> ReadStatsColumn(const ParquetFile& f, const st
   return rows;
 }
 
+V21StatsJson NestedToJson(const ParquetNestedList& list) {
+  V21StatsJson out = V21StatsJson::array();
+  for (double v : list.values) out.push_back(v);
+  for (const auto& inner : list.lists) out.push_back(NestedToJson(inner));
+  return out;
+}
+
+// Image and video stats: min/max/mean/std are float lists nested three deep (shape (3,1,1), one
+// value per channel), count a flat integer list; kept nested as stored.
+Result<std::vector<V21StatsJson>> ReadCameraStatsColumn(const ParquetFile& f,
+                                                        const std::string& column,
+                                                        const StatsFeature& feature) {
+  auto nested = f.ReadNestedDoubleList(column);
+  if (!nested.ok()) {
+    if (nested.status().code() != Code::kInvalidArgument) return nested.status();
+    return ReadStatsColumn(f, column, feature);  // integers (count)
+  }
+  std::vector<V21StatsJson> rows;
+  rows.reserve(nested->size());
+  for (const auto& row : *nested) rows.push_back(NestedToJson(row));
+  return rows;
+}
+
 }  // namespace
 
 Result<std::string> LeRobotV21EpisodesStatsJsonl(
@@ -90,15 +113,11 @@ Result<std::string> LeRobotV21EpisodesStatsJsonl(
     PACKFS_ASSIGN_OR_RETURN(auto episode_index, f.ReadInt64("episode_index"));
     std::vector<V21StatsJson> stats(episode_index.size(), V21StatsJson::object());
     for (const auto& feature : features) {
-      if (feature.dtype == "image" || feature.dtype == "video") {
-        return Status::NotSupported(
-            "LeRobot episodes table " + f.name() + ", column stats/" + feature.key +
-            "/min: the stats of image and video features are lists nested three deep, which "
-            "the Parquet reader cannot read yet; no episodes_stats.jsonl for this dataset");
-      }
+      const bool camera = feature.dtype == "image" || feature.dtype == "video";
       for (const char* stat : kStats) {
         const std::string column = "stats/" + feature.key + "/" + stat;
-        PACKFS_ASSIGN_OR_RETURN(auto values, ReadStatsColumn(f, column, feature));
+        PACKFS_ASSIGN_OR_RETURN(auto values, camera ? ReadCameraStatsColumn(f, column, feature)
+                                                    : ReadStatsColumn(f, column, feature));
         if (values.size() != stats.size()) {
           return Status::Corruption("LeRobot episodes table " + f.name() + ": column " + column +
                                     " has " + std::to_string(values.size()) + " rows, not " +

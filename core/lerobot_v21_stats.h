@@ -20,10 +20,10 @@ namespace packfs {
 // print as ints, floating-point ones with Python's float repr; integers of a "bool" feature as
 // true/false), so min/max of int64 features are ints and their mean/std floats, as in v2.1.
 //
-// Not supported yet: image and video features, whose stats are stored as lists nested three
-// deep (shape (3,1,1)), which ParquetFile cannot read (it reads one level of LIST); they fail
-// with NotSupported naming the table and column. Other errors: a missing column, a null, or an
-// episode_index in two rows (NotFound/Corruption naming the table), and info.json errors naming
+// Image and video features keep their stats nested as v3 stores them: min/max/mean/std as lists
+// nested three deep (shape (3,1,1), one value per channel, e.g. [[[0.0]], [[0.1]], [[0.2]]]),
+// count as [n]. Errors: a missing column, a null, or an episode_index in two rows
+// (NotFound/Corruption/NotSupported naming the table), and info.json errors naming
 // `info_path_for_messages`.
 Result<std::string> LeRobotV21EpisodesStatsJsonl(
     const std::vector<const ShardSource*>& episodes_tables, std::string_view v3_info_json,

@@ -198,12 +198,14 @@ Result<size_t> ParquetFile::FindLeaf(std::string_view path) const {
   return *found;
 }
 
-Status ParquetFile::ReadLeaf(size_t leaf_index, ColumnValues* out) const {
+Status ParquetFile::ReadLeaf(size_t leaf_index, ColumnValues* out, size_t first_group,
+                             size_t end_group) const {
   const Leaf& leaf = leaves_[leaf_index];
   const std::string where = Where(leaf);
+  end_group = std::min(end_group, meta_.row_groups.size());
   uint64_t total = 0;
-  for (const auto& rg : meta_.row_groups) {
-    total += static_cast<uint64_t>(rg.columns[leaf_index].meta->num_values);
+  for (size_t g = first_group; g < end_group; ++g) {
+    total += static_cast<uint64_t>(meta_.row_groups[g].columns[leaf_index].meta->num_values);
     if (total > options_.max_column_values) {
       return Status::NotSupported(where + " has over " +
                                   std::to_string(options_.max_column_values) +
@@ -214,7 +216,7 @@ Status ParquetFile::ReadLeaf(size_t leaf_index, ColumnValues* out) const {
                                      options_.max_page_bytes};
   uint64_t bytes_used = 0;
   const uint64_t size = src_->size();
-  for (size_t g = 0; g < meta_.row_groups.size(); ++g) {
+  for (size_t g = first_group; g < end_group; ++g) {
     const parquet::ColumnMetaData& m = *meta_.row_groups[g].columns[leaf_index].meta;
     if (m.num_values == 0) continue;
     int64_t start = m.data_page_offset;
@@ -421,6 +423,201 @@ Result<std::vector<std::vector<double>>> ParquetFile::ReadDoubleList(
       [](int32_t t) { return t == parquet::kFloat || t == parquet::kDouble; }, &leaf, &elem_def));
   ColumnValues cv;
   return AssembleList(list_column, leaf, elem_def, &cv, &cv.doubles);
+}
+
+std::vector<uint64_t> ParquetFile::row_group_rows() const {
+  std::vector<uint64_t> out;
+  out.reserve(meta_.row_groups.size());
+  for (const auto& rg : meta_.row_groups) out.push_back(static_cast<uint64_t>(rg.num_rows));
+  return out;
+}
+
+Result<ParquetColumnRows> ParquetFile::ReadColumnRows(std::string_view column, uint64_t first_row,
+                                                      uint64_t count) const {
+  const std::string where = "Parquet file " + name() + ", column " + std::string(column);
+  std::optional<size_t> found;
+  size_t leaves = 0;
+  for (size_t i = 0; i < leaves_.size(); ++i) {
+    if (meta_.schema[leaves_[i].chain[0]].name != column) continue;
+    ++leaves;
+    found = i;
+  }
+  if (!found) {
+    return Status::NotFound("Parquet file " + name() + " has no column '" + std::string(column) +
+                            "'");
+  }
+  if (leaves > 1) {
+    return Status::NotSupported(where + " is a group of " + std::to_string(leaves) +
+                                " columns (a struct); only flat columns and lists are read");
+  }
+  if (first_row > num_rows_ || count > num_rows_ - first_row) {
+    return Status::InvalidArgument(where + ": rows " + std::to_string(first_row) + " to " +
+                                   std::to_string(first_row + count) + " lie past the end of the "
+                                   "file (" + std::to_string(num_rows_) + " rows)");
+  }
+  const Leaf& leaf = leaves_[*found];
+  ParquetColumnRows out;
+  out.leaf_path = leaf.path;
+  out.shape = leaf.shape;
+  out.element_def = leaf.shape.max_def;
+  if (leaf.shape.max_rep > 1) {
+    return Status::NotSupported(where + " holds lists nested in lists (" + leaf.path +
+                                "); only flat columns and lists of values are read by row");
+  }
+  if (leaf.shape.max_rep > 0) {
+    size_t li = 0;
+    uint32_t elem_def = 0;
+    PACKFS_RETURN_IF_ERROR(FindList(
+        column, "values", [](int32_t) { return true; }, &li, &elem_def));
+    out.list = true;
+    out.element_def = elem_def;
+  }
+  // Row groups holding the range, and the file row where the first of them starts.
+  size_t g0 = 0, g1 = 0;
+  uint64_t start = 0, row = 0;
+  for (size_t g = 0; g < meta_.row_groups.size(); ++g) {
+    const uint64_t n = static_cast<uint64_t>(meta_.row_groups[g].num_rows);
+    if (row + n <= first_row) {
+      row += n;
+      g0 = g + 1;
+      start = row;
+      continue;
+    }
+    if (row >= first_row + count) break;
+    g1 = g + 1;
+    row += n;
+  }
+  if (count == 0) return out;
+  ColumnValues all;
+  PACKFS_RETURN_IF_ERROR(ReadLeaf(*found, &all, g0, g1));
+  // Keep the level entries of the range's rows and the values they hold.
+  const bool has_def = leaf.shape.max_def > 0;
+  const bool has_rep = leaf.shape.max_rep > 0;
+  uint64_t r = start;
+  bool started = false;
+  size_t v = 0, v0 = 0, v1 = 0, l0 = 0, l1 = 0;
+  for (uint64_t i = 0; i < all.num_levels; ++i) {
+    if (!has_rep || all.rep[i] == 0) {
+      if (started) ++r;
+      started = true;
+      if (r == first_row) {
+        l0 = i;
+        v0 = v;
+      }
+      if (r == first_row + count) break;
+    }
+    if (!has_def || all.def[i] == leaf.shape.max_def) ++v;
+    l1 = i + 1;
+    v1 = v;
+  }
+  const uint64_t rows_seen = started ? r - start + 1 : 0;
+  if (rows_seen < first_row + count - start) {
+    return Status::Corruption(where + " holds " + std::to_string(rows_seen) +
+                              " rows in row groups " + std::to_string(g0) + " to " +
+                              std::to_string(g1) + ", which declare more");
+  }
+  const size_t have = std::max({all.ints.size(), all.doubles.size(), all.strings.size()});
+  if (v1 > have) return Status::Corruption(where + " has fewer values than levels");
+  ColumnValues& cv = out.values;
+  cv.num_levels = l1 - l0;
+  if (has_def) cv.def.assign(all.def.begin() + l0, all.def.begin() + l1);
+  if (has_rep) cv.rep.assign(all.rep.begin() + l0, all.rep.begin() + l1);
+  auto slice = [&](auto& from, auto& to) {
+    if (from.empty()) return;
+    to.assign(std::make_move_iterator(from.begin() + v0),
+              std::make_move_iterator(from.begin() + v1));
+  };
+  slice(all.ints, cv.ints);
+  slice(all.doubles, cv.doubles);
+  slice(all.strings, cv.strings);
+  return out;
+}
+
+Result<std::vector<ParquetNestedList>> ParquetFile::ReadNestedDoubleList(
+    std::string_view list_column) const {
+  const std::string where = "Parquet file " + name() + ", column " + std::string(list_column);
+  std::optional<size_t> found;
+  size_t leaves = 0;
+  for (size_t i = 0; i < leaves_.size(); ++i) {
+    if (meta_.schema[leaves_[i].chain[0]].name != list_column) continue;
+    ++leaves;
+    found = i;
+  }
+  if (!found) {
+    return Status::NotFound("Parquet file " + name() + " has no list column '" +
+                            std::string(list_column) + "'");
+  }
+  const Leaf& leaf = leaves_[*found];
+  const auto& chain = leaf.chain;
+  // <col> (LIST) / list (repeated) / element (LIST) / list (repeated) / ... / element (leaf).
+  const size_t depth = (chain.size() - 1) / 2;
+  bool layout_ok = leaves == 1 && depth >= 1 && chain.size() == 2 * depth + 1 &&
+                   leaf.shape.max_rep == depth;
+  for (size_t k = 0; layout_ok && k < depth; ++k) {
+    const SchemaElement& group = meta_.schema[chain[2 * k]];
+    const SchemaElement& repeated = meta_.schema[chain[2 * k + 1]];
+    layout_ok = (group.logical_list || group.converted_type == parquet::kConvertedList) &&
+                group.num_children == 1 && repeated.num_children == 1 &&
+                repeated.repetition == parquet::kRepeated;
+  }
+  if (!layout_ok) {
+    return Status::NotSupported(where + " is not a list of values nested in 3-level LISTs (" +
+                                leaf.path + ")");
+  }
+  if (leaf.shape.type != parquet::kFloat && leaf.shape.type != parquet::kDouble) {
+    return Status::InvalidArgument(where + " holds " + parquet::TypeName(leaf.shape.type) +
+                                   " elements, not floating-point numbers");
+  }
+  // elem_def[k]: the definition level at which the depth-k list (1-based) holds an element.
+  std::vector<uint32_t> elem_def(depth + 1, 0);
+  uint32_t def = 0;
+  for (size_t i = 0, k = 0; i + 1 < chain.size(); ++i) {
+    const int32_t r = meta_.schema[chain[i]].repetition.value_or(parquet::kRequired);
+    def += r != parquet::kRequired;
+    if (r == parquet::kRepeated) elem_def[++k] = def;
+  }
+  ColumnValues cv;
+  PACKFS_RETURN_IF_ERROR(ReadLeaf(*found, &cv));
+  std::vector<ParquetNestedList> rows;
+  std::vector<ParquetNestedList*> open(depth + 1, nullptr);  // the current list at each depth
+  size_t v = 0;
+  for (uint64_t i = 0; i < cv.num_levels; ++i) {
+    const uint32_t d = cv.def.empty() ? leaf.shape.max_def : cv.def[i];
+    const uint32_t r = cv.rep[i];
+    if (r == 0) {
+      if (rows.size() >= num_rows_) {
+        return Status::Corruption(where + " has more lists than the file has rows");
+      }
+      rows.emplace_back();
+      std::fill(open.begin(), open.end(), nullptr);
+      open[1] = &rows.back();
+    } else if (rows.empty() || open[r] == nullptr) {
+      return Status::Corruption(where + " continues a list before starting one");
+    }
+    // A new element of the depth-max(r,1) list, and new lists below it down to this entry.
+    for (size_t k = std::max<uint32_t>(r, 1); k <= depth; ++k) {
+      if (d < elem_def[k]) {
+        if (k > std::max<uint32_t>(r, 1) || r == 0) break;  // an empty or null list
+        return Status::Corruption(where + " continues a list without an element");
+      }
+      if (k == depth) {
+        if (d != leaf.shape.max_def) return Status::NotSupported(where + " holds a null element");
+        if (v >= cv.doubles.size()) {
+          return Status::Corruption(where + " has fewer values than levels");
+        }
+        open[k]->values.push_back(cv.doubles[v++]);
+      } else {
+        open[k]->lists.emplace_back();
+        open[k + 1] = &open[k]->lists.back();
+        for (size_t j = k + 2; j <= depth; ++j) open[j] = nullptr;
+      }
+    }
+  }
+  if (rows.size() != num_rows_) {
+    return Status::Corruption(where + " has " + std::to_string(rows.size()) + " lists for " +
+                              std::to_string(num_rows_) + " rows");
+  }
+  return rows;
 }
 
 }  // namespace packfs

@@ -3,9 +3,10 @@
 // by dotted path. Supports what pyarrow, parquet-wasm (Rust) and hyparquet-writer write for such
 // tables: DATA_PAGE v1 and v2 and DICTIONARY_PAGE; UNCOMPRESSED, SNAPPY, GZIP, ZSTD and LZ4_RAW;
 // PLAIN, dictionary, RLE (booleans), DELTA_* and BYTE_STREAM_SPLIT encodings; INT32/INT64/FLOAT/
-// DOUBLE/BOOLEAN/BYTE_ARRAY leaves, OPTIONAL columns (nulls) and 3-level LISTs. Anything else is a
-// NotSupported status naming the file, the column and the feature — never a wrong value. Only the
-// byte ranges of the requested column chunks are read.
+// DOUBLE/BOOLEAN/BYTE_ARRAY leaves, OPTIONAL columns (nulls) and 3-level LISTs (of numbers also
+// nested in LISTs, ReadNestedDoubleList). Anything else is a NotSupported status naming the file,
+// the column and the feature — never a wrong value. Only the byte ranges of the requested column
+// chunks are read (for ReadColumnRows, of the row groups holding the rows).
 //
 // Thread-safety: a ParquetFile is immutable after Open; its Read* methods may run concurrently
 // (the ShardSource contract is thread-safe positional reads).
@@ -13,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,6 +37,26 @@ struct ParquetOptions {
   // One page's uncompressed size: writers cut pages at about 1 MiB, so a page declaring more is
   // refused before its buffer is allocated (a zstd page may claim 32768x its compressed size).
   uint64_t max_page_bytes = uint64_t{256} << 20;
+};
+
+// Rows [first_row, first_row + count) of one top-level column with a single leaf (a flat column
+// or a 3-level LIST), as decoded: the levels and the non-null values (ColumnValues), for callers
+// that copy columns (parquet_writer) or interpret levels themselves.
+struct ParquetColumnRows {
+  std::string leaf_path;  // dotted, e.g. "observation.state.list.element"
+  parquet::LeafShape shape;
+  bool list = false;  // a 3-level LIST of one repeated group: max_rep is 1
+  // Definition level at which a list holds an element (the repeated group's); for a flat column,
+  // max_def.
+  uint32_t element_def = 0;
+  parquet::ColumnValues values;  // level entries of exactly `count` rows
+};
+
+// One row of a list of lists (of lists ...) of numbers: the innermost lists hold `values`, the
+// others `lists`.
+struct ParquetNestedList {
+  std::vector<double> values;
+  std::vector<ParquetNestedList> lists;
 };
 
 class ParquetFile {
@@ -64,6 +86,21 @@ class ParquetFile {
   // frame): ReadInt64List takes INT32/INT64/BOOLEAN elements, ReadDoubleList FLOAT/DOUBLE.
   Result<std::vector<std::vector<int64_t>>> ReadInt64List(std::string_view list_column) const;
   Result<std::vector<std::vector<double>>> ReadDoubleList(std::string_view list_column) const;
+  // Lists of FLOAT/DOUBLE nested any number of 3-level LISTs deep (e.g. LeRobot v3's per-episode
+  // image stats, list<list<list<double>>> of shape (3,1,1)), named by the top-level group; one
+  // per row. At the innermost depth a row reads like ReadDoubleList's. A null list at any depth
+  // reads as empty; a null element fails with NotSupported.
+  Result<std::vector<ParquetNestedList>> ReadNestedDoubleList(std::string_view list_column) const;
+
+  // The rows [first_row, first_row + count) of the top-level column `column` (see
+  // ParquetColumnRows), decoding only the row groups that hold them. A range past num_rows is
+  // InvalidArgument; a column of several leaves (a struct) or lists nested in lists is
+  // NotSupported; a missing column NotFound. The caps of ParquetOptions apply to the row groups
+  // read.
+  Result<ParquetColumnRows> ReadColumnRows(std::string_view column, uint64_t first_row,
+                                           uint64_t count) const;
+  // Rows of each row group, in order.
+  std::vector<uint64_t> row_group_rows() const;
 
  private:
   struct Leaf {
@@ -76,7 +113,9 @@ class ParquetFile {
       : src_(src), options_(options), meta_(std::move(meta)) {}
   Status BuildLeaves();
   Result<size_t> FindLeaf(std::string_view path) const;
-  Status ReadLeaf(size_t leaf, parquet::ColumnValues* out) const;
+  // Decodes row groups [first_group, end_group) of the leaf (all of them by default).
+  Status ReadLeaf(size_t leaf, parquet::ColumnValues* out, size_t first_group = 0,
+                  size_t end_group = SIZE_MAX) const;
   Status CheckFlat(const Leaf& leaf, const char* want, bool type_ok) const;
   // The leaf of a 3-level LIST and the definition level of a present element; `type_ok` checks
   // the element type, `want` names it in the message.

@@ -39,15 +39,28 @@ std::vector<std::string> Lines(const std::string& text) {
   return out;
 }
 
-TEST(LeRobotV21StatsTest, CameraStatsAreNotSupportedYet) {
+TEST(LeRobotV21StatsTest, CameraStatsKeepTheirNestedShape) {
   MemoryShardSource src(kEpisodes, testing::ReadBytes(Fixture(kEpisodes)));
   auto r = LeRobotV21EpisodesStatsJsonl({&src}, testing::ReadFile(Fixture("meta/info.json")),
                                         "meta/info.json");
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), Code::kNotSupported);
-  EXPECT_NE(r.status().message().find(kEpisodes), std::string::npos) << r.status().message();
-  EXPECT_NE(r.status().message().find("stats/observation.images.front/min"), std::string::npos)
-      << r.status().message();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const auto lines = Lines(*r);
+  ASSERT_EQ(lines.size(), 4u);
+  // Episode 0's front camera as hyparquet reads the v3 table, in v2.1's layout.
+  EXPECT_NE(lines[0].find(
+                "\"observation.images.front\": {\"min\": [[[0.023529411764705882]], "
+                "[[0.043137254901960784]], [[0.10588235294117647]]], \"max\": [[[1.0]], [[1.0]], "
+                "[[1.0]]], \"mean\": [[[0.69125710375817]], [[0.6997046895424837]], "
+                "[[0.6853175347222222]]], \"std\": [[[0.0]], [[0.0]], [[0.0]]], \"count\": "
+                "[100]}, \"observation.images.top\": {\"min\": [[["),
+            std::string::npos)
+      << lines[0];
+  for (const auto& line : lines) {
+    EXPECT_EQ(line.find("q01"), std::string::npos);
+    // Features in info.json order: the cameras between observation.state and timestamp.
+    EXPECT_LT(line.find("\"observation.state\""), line.find("\"observation.images.front\""));
+    EXPECT_LT(line.find("\"observation.images.top\""), line.find("\"timestamp\""));
+  }
 }
 
 TEST(LeRobotV21StatsTest, RealDatasetWithoutCameras) {

@@ -4,6 +4,8 @@
 //   node parquet.mjs write SPEC.json    write every file SPEC lists (format below)
 //   node parquet.mjs read FILE.parquet  print {"rows": [...]} as JSON (int64 as numbers)
 //   node parquet.mjs pages FILE.parquet print codec, page types and encodings per column chunk
+//   node parquet.mjs schema FILE.parquet print the Arrow type of each column, the schema
+//                                       metadata and the row count as parquet-wasm reads them
 //
 // Writing goes through parquet-wasm (the Rust `parquet` crate compiled to WebAssembly) because it
 // writes what pyarrow writes for LeRobot: SNAPPY, DATA_PAGE (v1) pages, a dictionary page plus
@@ -135,11 +137,24 @@ async function describePages(path) {
   process.stdout.write(JSON.stringify(out, plain, 1) + '\n')
 }
 
+// The second reader: parquet-wasm decodes the whole file into Arrow; report the Arrow types it
+// chose (e.g. "List<Float32>", "Int64") and the key-value metadata it kept.
+function describeSchema(path) {
+  const table = arrow.tableFromIPC(pw.readParquet(readFileSync(path)).intoIPCStream())
+  const fields = {}
+  for (const f of table.schema.fields) fields[f.name] = String(f.type)
+  const metadata = Object.fromEntries(table.schema.metadata)
+  process.stdout.write(JSON.stringify({ num_rows: table.numRows, rows_read: table.numRows,
+    fields, metadata }) + '\n')
+}
+
 const [cmd, arg] = process.argv.slice(2)
 if (cmd === 'write' && arg) writeSpec(arg)
 else if (cmd === 'read' && arg) await readRows(arg)
 else if (cmd === 'pages' && arg) await describePages(arg)
+else if (cmd === 'schema' && arg) describeSchema(arg)
 else {
-  process.stderr.write('usage: node parquet.mjs write SPEC.json | read FILE | pages FILE\n')
+  process.stderr.write(
+    'usage: node parquet.mjs write SPEC.json | read FILE | pages FILE | schema FILE\n')
   process.exit(2)
 }
