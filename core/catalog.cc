@@ -349,7 +349,7 @@ Result<int64_t> Catalog::NewestShardMtime() const {
   return newest / 1000000000;
 }
 
-Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) {
+Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path, bool lazy_shards) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     int e = errno;
@@ -363,7 +363,7 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) {
   std::unique_ptr<Catalog> cat(new Catalog());
   cat->path_ = path;
   cat->uri_ = catalog_internal::FileUri(path) + "?mode=ro&immutable=1";
-  Status st2 = cat->LoadHeader(/*lazy_shards=*/false);
+  Status st2 = cat->LoadHeader(lazy_shards);
   if (!st2.ok()) {
     if (st2.code() == Code::kIOError && (st2.err() == EACCES || st2.err() == ENOMEM)) return st2;
     // SQLite's own text already starts with the path; keep only its detail.

@@ -129,7 +129,8 @@ class Catalog {
  public:
   // Opens an existing catalog file read-only. Checks the schema version; a damaged or foreign
   // file fails with Corruption naming the path and suggesting `mkpack catalog DIR`.
-  static Result<std::unique_ptr<Catalog>> Open(const std::string& path);
+  // With `lazy_shards`, shard rows are read on first use as for OpenUri (see Shard()).
+  static Result<std::unique_ptr<Catalog>> Open(const std::string& path, bool lazy_shards = false);
   // Opens a catalog that SQLite reaches through `uri` (a VFS of its own, e.g. RemoteDb's) and
   // whose file is `size` bytes; `label` names it in messages. The same checks as Open. The
   // catalog keeps `keep_alive` (what the VFS reads from) until its connections are closed, and
@@ -149,7 +150,7 @@ class Catalog {
   uint32_t shard_count() const { return shard_count_; }
   // Shard `id`'s row; the pointer stays valid while the catalog lives. A catalog read in place
   // (OpenUri) loads its shard rows in blocks of kShardBlock on first use, so opening it costs the
-  // same for 10 or 100,000 shards; the others load every row at open. Fails with Corruption for
+  // same for 10 or 100,000 shards; Open loads every row at open unless asked not to. Fails with Corruption for
   // an id out of range or a block whose ids are not consecutive, or with the read's error.
   Result<const ShardInfo*> Shard(uint32_t id) const;
   // Every shard row in id order (loading the blocks not yet loaded).

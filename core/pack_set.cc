@@ -174,26 +174,32 @@ Result<std::unique_ptr<PackSet>> PackSet::Open(const std::string& dir_in,
   using Use = PackSetOptions::CatalogUse;
 
   Result<std::unique_ptr<Catalog>> cat = Status::NotFound("no catalog read");
-  if (opts.catalog_use != Use::kNone) cat = Catalog::Open(catalog_path);
-  // Catalog::Open loads every shard row, so this cannot fail once it opened.
+  if (opts.catalog_use != Use::kNone) cat = Catalog::Open(catalog_path, /*lazy_shards=*/true);
+  // A large set whose directory is unchanged since its catalog was written is served as the
+  // catalog says, with no listing, no stat and no shard row read at open (each shard's row is
+  // read, and its size checked, when it is first opened); any other set is compared with the
+  // catalog's every row.
+  const bool trusted = shard_files.empty() && cat.ok() &&
+                       (*cat)->shard_count() > opts.check_shards_at_open &&
+                       opts.catalog_path.empty() && DirUnchangedSince(dir, catalog_path);
   std::span<const ShardInfo> cat_shards;
-  if (cat.ok()) {
-    PACKFS_ASSIGN_OR_RETURN(cat_shards, (*cat)->Shards());
-  }
   std::vector<std::string> names;
-  if (shard_files.empty() && cat.ok() && cat_shards.size() > opts.check_shards_at_open &&
-      opts.catalog_path.empty() && DirUnchangedSince(dir, catalog_path)) {
-    for (const ShardInfo& s : cat_shards) names.push_back(s.name);
-  } else {
+  if (!trusted) {
+    if (cat.ok()) {
+      PACKFS_ASSIGN_OR_RETURN(cat_shards, (*cat)->Shards());
+    }
     PACKFS_ASSIGN_OR_RETURN(names, ListShardFiles(dir));
     if (!shard_files.empty()) names = shard_files;
+    if (names.empty()) return Status::NotFound(dir + " holds no pack-*.zip shards or *.tar files");
   }
-  if (names.empty()) return Status::NotFound(dir + " holds no pack-*.zip shards or *.tar files");
 
   std::unique_ptr<PackSet> ps(new PackSet());
   ps->dir_ = dir;
   ps->on_network_fs_ = OnNetworkFilesystem(dir);
-  if (opts.catalog_use != Use::kNone) {
+  if (trusted) {
+    ps->catalog_ = std::move(cat).value();
+    ps->using_catalog_file_ = true;
+  } else if (opts.catalog_use != Use::kNone) {
     if (cat.ok() && !shard_files.empty() && !ListsExactly(cat_shards, names)) {
       // A catalog of the whole directory does not describe a chosen subset of its shards.
     } else if (std::vector<MissingShard> missing =
