@@ -1,8 +1,11 @@
 // The v2.1 layout of a LeRobot v3 dataset without FUSE: AddLeRobotV21Files generates the v2.1
 // meta/ files exactly as the core/lerobot_v21 generators make them from the real v3 fixture (with
-// the mtimes of the files they come from), leaves episodes_stats.jsonl out with a note while
-// camera stats are not converted, and includes it without cameras; the view set serves those
-// bytes; OpenPrefixedSet shows every dataset file under v3/ unchanged.
+// the mtimes of the files they come from), episodes_stats.jsonl included with cameras and
+// without; the view set serves those bytes; OpenPrefixedSet shows every dataset file under v3/ unchanged. The v2.1 data files are
+// planned from the data file's footer (one per episode at the v2.1 path, its rows and size, the
+// source's mtime) and served as LeRobotV21EpisodeParquet builds them; a feature the writer does
+// not support leaves data/ out with a note; a source that changed after planning is an error
+// naming the file, never other bytes.
 #include "core/lerobot_v21_view.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "core/lerobot_v21.h"
+#include "core/lerobot_v21_data.h"
 #include "core/lerobot_v21_stats.h"
 #include "core/loose_dir.h"
 #include "core/prefixed_set.h"
@@ -85,7 +89,7 @@ TEST(LeRobotV21ViewTest, MetaFilesAreTheGeneratorsOutputWithStableMtimes) {
   ASSERT_NE(o.dataset, nullptr);
   ASSERT_TRUE(AddLeRobotV21Files(*o.dataset, &o.plan).ok());
   EXPECT_EQ(o.plan.layout, LeRobotLayout::kV21);
-  EXPECT_TRUE(o.plan.v21_data.empty());
+  EXPECT_EQ(o.plan.v21_data.size(), 4u);
 
   auto tasks_src = FileShardSource::Open(ds + "/meta/tasks.parquet", "tasks");
   ASSERT_TRUE(tasks_src.ok());
@@ -94,7 +98,7 @@ TEST(LeRobotV21ViewTest, MetaFilesAreTheGeneratorsOutputWithStableMtimes) {
   auto info = LeRobotV21InfoJson(testing::ReadFile(ds + "/meta/info.json"),
                                  LeRobotV21TotalsOf(o.plan.episodes, tasks->size()), "info");
   ASSERT_TRUE(info.ok());
-  ASSERT_EQ(o.plan.v21_meta.size(), 3u);
+  ASSERT_EQ(o.plan.v21_meta.size(), 4u);
   const GeneratedFile& i = o.plan.v21_meta[0];
   const GeneratedFile& e = o.plan.v21_meta[1];
   const GeneratedFile& t = o.plan.v21_meta[2];
@@ -107,23 +111,15 @@ TEST(LeRobotV21ViewTest, MetaFilesAreTheGeneratorsOutputWithStableMtimes) {
   EXPECT_EQ(t.key, "meta/tasks.jsonl");
   EXPECT_EQ(t.bytes, LeRobotV21TasksJsonl(*tasks));
   EXPECT_EQ(t.mtime, MtimeOf(ds + "/meta/tasks.parquet"));
-  // Camera stats: left out, and the note says which file and why.
-  ASSERT_EQ(o.plan.v21_notes.size(), 1u);
-  EXPECT_NE(o.plan.v21_notes[0].find("without meta/episodes_stats.jsonl"), std::string::npos);
-  EXPECT_NE(o.plan.v21_notes[0].find("observation.images"), std::string::npos)
-      << o.plan.v21_notes[0];
+  // Camera stats are converted too (nested (3,1,1) as v3 stores them): nothing is left out.
+  EXPECT_EQ(o.plan.v21_meta[3].key, "meta/episodes_stats.jsonl");
+  EXPECT_TRUE(o.plan.v21_notes.empty()) << o.plan.v21_notes[0];
 
-  // The view serves these bytes and reports the note with its warnings.
+  // The view serves these bytes.
   std::vector<GeneratedFile> want = o.plan.v21_meta;
   auto view = OpenLeRobotView(*o.dataset, std::move(o.plan), LeRobotViewOptions{}, o.dataset);
   ASSERT_TRUE(view.ok()) << view.status().ToString();
   for (const GeneratedFile& g : want) EXPECT_EQ(ReadKey(**view, g.key), g.bytes) << g.key;
-  EXPECT_EQ(ReadKey(**view, "meta/episodes_stats.jsonl"), "<absent>");
-  bool noted = false;
-  for (const std::string& w : (*view)->warnings()) {
-    noted = noted || w.find("episodes_stats.jsonl") != std::string::npos;
-  }
-  EXPECT_TRUE(noted);
 }
 
 TEST(LeRobotV21ViewTest, EpisodesStatsWithoutCameras) {
@@ -133,7 +129,12 @@ TEST(LeRobotV21ViewTest, EpisodesStatsWithoutCameras) {
   Opened o = OpenAndPlan(ds);
   ASSERT_NE(o.dataset, nullptr);
   ASSERT_TRUE(AddLeRobotV21Files(*o.dataset, &o.plan).ok());
-  EXPECT_TRUE(o.plan.v21_notes.empty());
+  // The string feature the copy adds is not in the data file: data/ is left out, with a note.
+  ASSERT_EQ(o.plan.v21_notes.size(), 1u);
+  EXPECT_NE(o.plan.v21_notes[0].find("without data/"), std::string::npos) << o.plan.v21_notes[0];
+  EXPECT_NE(o.plan.v21_notes[0].find("language_instruction"), std::string::npos)
+      << o.plan.v21_notes[0];
+  EXPECT_TRUE(o.plan.v21_data.empty());
   ASSERT_EQ(o.plan.v21_meta.size(), 4u);
   const GeneratedFile& s = o.plan.v21_meta[3];
   EXPECT_EQ(s.key, "meta/episodes_stats.jsonl");
@@ -145,6 +146,94 @@ TEST(LeRobotV21ViewTest, EpisodesStatsWithoutCameras) {
   EXPECT_EQ(s.bytes, *want);
   EXPECT_EQ(s.mtime, MtimeOf(ds + "/" + kEpisodes));
   EXPECT_EQ(std::count(s.bytes.begin(), s.bytes.end(), '\n'), 4);
+}
+
+TEST(LeRobotV21ViewTest, DataFilesArePlannedFromFootersAndServedAsBuilt) {
+  testing::TempDir tmp;
+  const std::string ds = tmp / "ds";
+  CopyFixture(ds, /*cameras=*/true);
+  Opened o = OpenAndPlan(ds);
+  ASSERT_NE(o.dataset, nullptr);
+  ASSERT_TRUE(AddLeRobotV21Files(*o.dataset, &o.plan).ok());
+  const std::string source = "data/chunk-000/file-000.parquet";
+  ASSERT_EQ(o.plan.v21_data.size(), o.plan.episodes.size());
+  ASSERT_NE(o.plan.v21_data_schema, nullptr);
+  auto schema = LeRobotV21DataSchemaFromInfo(testing::ReadFile(ds + "/meta/info.json"), "info");
+  ASSERT_TRUE(schema.ok()) << schema.status().ToString();
+  auto src = FileShardSource::Open(ds + "/" + source, source);
+  ASSERT_TRUE(src.ok());
+  uint64_t row = 0;
+  std::vector<std::vector<uint8_t>> want;
+  for (size_t e = 0; e < o.plan.v21_data.size(); ++e) {
+    const V21EpisodeDataFile& d = o.plan.v21_data[e];
+    char key[64];
+    std::snprintf(key, sizeof key, "data/chunk-000/episode_%06zu.parquet", e);
+    EXPECT_EQ(d.key, key);
+    EXPECT_EQ(d.episode, e);
+    EXPECT_EQ(d.source_key, source);
+    EXPECT_EQ(d.first_row, row);
+    EXPECT_EQ(d.count, o.plan.episodes[e].length);
+    EXPECT_EQ(d.mtime, MtimeOf(ds + "/" + source));
+    auto bytes = LeRobotV21EpisodeParquet(*schema, **src, d.first_row, d.count,
+                                          static_cast<int64_t>(e));
+    ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+    EXPECT_EQ(d.size, bytes->size());
+    want.push_back(std::move(bytes).value());
+    row += d.count;
+  }
+  EXPECT_EQ(row, 1492u);  // the fixture's total_frames
+
+  // Served as built, from a small cache (one file fits) and without it; the set lists them.
+  std::vector<V21EpisodeDataFile> files = o.plan.v21_data;
+  LeRobotViewOptions opts;
+  opts.data_cache_bytes = want[0].size() + 1;
+  auto view = OpenLeRobotView(*o.dataset, std::move(o.plan), opts, o.dataset);
+  ASSERT_TRUE(view.ok()) << view.status().ToString();
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t e = 0; e < files.size(); ++e) {
+      const std::string got = ReadKey(**view, files[e].key);
+      EXPECT_EQ(got, std::string(want[e].begin(), want[e].end())) << files[e].key;
+    }
+  }
+  EXPECT_EQ(ReadKey(**view, "data/chunk-000/file-000.parquet"), "<absent>");
+
+  // A source that no longer gives the planned size is an error naming the file (EIO), not bytes.
+  files[1].size += 1;
+  EpisodeDataOpener opener(*o.dataset, std::make_shared<const LeRobotV21DataSchema>(*schema),
+                           0);
+  Result<ShardLease> lease = opener.Open(files[1]);
+  ASSERT_FALSE(lease.ok());
+  EXPECT_EQ(lease.status().err(), EIO);
+  EXPECT_NE(lease.status().message().find(files[1].key), std::string::npos)
+      << lease.status().ToString();
+  EXPECT_TRUE(opener.Open(files[0]).ok());
+}
+
+TEST(LeRobotV21ViewTest, UnsupportedDataFeatureLeavesDataOutWithANote) {
+  testing::TempDir tmp;
+  const std::string ds = tmp / "ds";
+  CopyFixture(ds, /*cameras=*/true);
+  auto info = nlohmann::ordered_json::parse(testing::ReadFile(ds + "/meta/info.json"));
+  info["features"]["observation.image"] = {{"dtype", "image"}, {"shape", {8, 8, 3}}};
+  testing::WriteFile(ds + "/meta/info.json", info.dump(4));
+  Opened o = OpenAndPlan(ds);
+  ASSERT_NE(o.dataset, nullptr);
+  ASSERT_TRUE(AddLeRobotV21Files(*o.dataset, &o.plan).ok());
+  EXPECT_TRUE(o.plan.v21_data.empty());
+  std::string notes;
+  for (const std::string& n : o.plan.v21_notes) notes += n + "\n";
+  EXPECT_NE(notes.find("without data/"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("observation.image"), std::string::npos) << notes;
+  auto view = OpenLeRobotView(*o.dataset, std::move(o.plan), LeRobotViewOptions{}, o.dataset);
+  ASSERT_TRUE(view.ok()) << view.status().ToString();
+  Result<std::optional<Node>> data = (*view)->catalog().Find("data");
+  ASSERT_TRUE(data.ok());
+  EXPECT_FALSE(data->has_value());
+  bool warned = false;
+  for (const std::string& w : (*view)->warnings()) {
+    warned = warned || w.find("without data/") != std::string::npos;
+  }
+  EXPECT_TRUE(warned);
 }
 
 TEST(LeRobotV21ViewTest, MissingTasksTableIsAnErrorNamingIt) {
