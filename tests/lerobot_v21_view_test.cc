@@ -1,11 +1,12 @@
 // The v2.1 layout of a LeRobot v3 dataset without FUSE: AddLeRobotV21Files generates the v2.1
 // meta/ files exactly as the core/lerobot_v21 generators make them from the real v3 fixture (with
 // the mtimes of the files they come from), episodes_stats.jsonl included with cameras and
-// without; the view set serves those bytes; OpenPrefixedSet shows every dataset file under v3/ unchanged. The v2.1 data files are
-// planned from the data file's footer (one per episode at the v2.1 path, its rows and size, the
-// source's mtime) and served as LeRobotV21EpisodeParquet builds them; a feature the writer does
-// not support leaves data/ out with a note; a source that changed after planning is an error
-// naming the file, never other bytes.
+// without; the view set serves those bytes; OpenPrefixedSet shows every dataset file under v3/
+// unchanged. The v2.1 data files are planned from the data files' footers (one per episode at
+// the v2.1 path, its rows and size, the source's mtime; across several data files; a string
+// feature sized by a build) and served as LeRobotV21EpisodeParquet builds them; a feature the
+// writer does not support leaves data/ out with a note; a source that changed after planning is
+// an error naming the file, never other bytes.
 #include "core/lerobot_v21_view.h"
 
 #include <gtest/gtest.h>
@@ -14,7 +15,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/lerobot_v21.h"
@@ -207,6 +210,90 @@ TEST(LeRobotV21ViewTest, DataFilesArePlannedFromFootersAndServedAsBuilt) {
   EXPECT_NE(lease.status().message().find(files[1].key), std::string::npos)
       << lease.status().ToString();
   EXPECT_TRUE(opener.Open(files[0]).ok());
+}
+
+std::string ParquetMjs() {
+  return std::string(PACKFS_SOURCE_DIR) + "/scripts/lerobot-parquet/parquet.mjs";
+}
+
+// node and the helper's node_modules (installed with npm ci when npm is there).
+bool NodeReady() {
+  if (!testing::HasCommand("node")) return false;
+  const std::string dir = std::string(PACKFS_SOURCE_DIR) + "/scripts/lerobot-parquet";
+  if (testing::Sh("test -d '" + dir + "/node_modules'").exit_code == 0) return true;
+  if (!testing::HasCommand("npm")) return false;
+  return testing::Sh("npm ci --silent --no-audit --no-fund --prefix '" + dir + "'").exit_code == 0;
+}
+
+nlohmann::json ReadRows(const std::string& path) {
+  testing::RunResult r = testing::Run({"node", ParquetMjs(), "read", path});
+  EXPECT_EQ(r.exit_code, 0) << path << ": " << r.err;
+  if (r.exit_code != 0) return nlohmann::json::array();
+  return nlohmann::json::parse(r.out)["rows"];
+}
+
+// The fixture's rows re-written (by parquet-wasm, as variable lists like v3 files converted from
+// v2.1) into two data files, episodes 0-1 and 2-3, with a string feature added: the episodes are
+// located across files, the string column makes each size a build at plan time, and the served
+// files hold (as hyparquet reads them) exactly each episode's rows.
+TEST(LeRobotV21ViewTest, DataSplitAcrossFilesWithAStringFeature) {
+  if (!NodeReady()) GTEST_SKIP() << "node or scripts/lerobot-parquet/node_modules unavailable";
+  testing::TempDir tmp;
+  const std::string ds = tmp / "ds";
+  CopyFixture(ds, /*cameras=*/true);
+  const nlohmann::json rows = ReadRows(ds + "/data/chunk-000/file-000.parquet");
+  ASSERT_EQ(rows.size(), 1492u);
+  ASSERT_EQ(::unlink((ds + "/data/chunk-000/file-000.parquet").c_str()), 0);
+  const std::vector<std::pair<std::string, std::string>> columns = {
+      {"action", "list<float>"},  {"observation.state", "list<float>"}, {"timestamp", "float"},
+      {"frame_index", "int64"},   {"episode_index", "int64"},           {"index", "int64"},
+      {"task_index", "int64"},    {"language_instruction", "string"}};
+  std::map<int64_t, nlohmann::json> want;  // episode -> its rows, with the string
+  nlohmann::json spec = {{"files", nlohmann::json::array()}};
+  for (int f = 0; f < 2; ++f) {
+    nlohmann::json file = {{"path", ds + "/data/chunk-000/file-00" + std::to_string(f) +
+                                        ".parquet"},
+                           {"columns", nlohmann::json::array()}};
+    for (const auto& [name, type] : columns) {
+      nlohmann::json values = nlohmann::json::array();
+      for (nlohmann::json row : rows) {
+        const int64_t ep = row["episode_index"].get<int64_t>();
+        if (ep / 2 != f) continue;
+        row["language_instruction"] = "grasp " + std::string(static_cast<size_t>(ep) + 1, 'x');
+        values.push_back(row[name]);
+        if (name == "action") want[ep].push_back(row);
+      }
+      file["columns"].push_back({{"name", name}, {"type", type}, {"values", values}});
+    }
+    spec["files"].push_back(file);
+  }
+  testing::WriteFile(tmp / "spec.json", spec.dump());
+  testing::RunResult w = testing::Run({"node", ParquetMjs(), "write", tmp / "spec.json"});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  auto info = nlohmann::ordered_json::parse(testing::ReadFile(ds + "/meta/info.json"));
+  info["features"]["language_instruction"] = {{"dtype", "string"}, {"shape", {1}}};
+  testing::WriteFile(ds + "/meta/info.json", info.dump(4));
+
+  Opened o = OpenAndPlan(ds);
+  ASSERT_NE(o.dataset, nullptr);
+  ASSERT_TRUE(AddLeRobotV21Files(*o.dataset, &o.plan).ok());
+  ASSERT_EQ(o.plan.v21_data.size(), 4u) << (o.plan.v21_notes.empty() ? "" : o.plan.v21_notes[0]);
+  const std::vector<V21EpisodeDataFile> files = o.plan.v21_data;
+  for (size_t e = 0; e < 4; ++e) {
+    EXPECT_EQ(files[e].source_key,
+              "data/chunk-000/file-00" + std::to_string(e / 2) + ".parquet");
+    EXPECT_EQ(files[e].first_row, e % 2 == 0 ? 0 : files[e - 1].count) << e;
+    EXPECT_EQ(files[e].count, want[static_cast<int64_t>(e)].size()) << e;
+  }
+  auto view = OpenLeRobotView(*o.dataset, std::move(o.plan), LeRobotViewOptions{}, o.dataset);
+  ASSERT_TRUE(view.ok()) << view.status().ToString();
+  for (size_t e = 0; e < 4; ++e) {
+    const std::string bytes = ReadKey(**view, files[e].key);
+    EXPECT_EQ(bytes.size(), files[e].size) << files[e].key;
+    const std::string path = tmp / ("episode" + std::to_string(e) + ".parquet");
+    testing::WriteFile(path, bytes);
+    EXPECT_EQ(ReadRows(path), want[static_cast<int64_t>(e)]) << files[e].key;
+  }
 }
 
 TEST(LeRobotV21ViewTest, UnsupportedDataFeatureLeavesDataOutWithANote) {
