@@ -331,6 +331,13 @@ int RunConvertLeRobot(const LeRobotArgs& a) {
                   static_cast<unsigned long long>(v->episode), v->video_key.c_str(),
                   v->key.c_str(), v->source_key.c_str());
     }
+    for (const V21EpisodeDataFile& d : c.plan.v21_data) {
+      std::printf("episode %llu\tdata\t%s\trows %llu-%llu\t%llu bytes\t<- %s\n",
+                  static_cast<unsigned long long>(d.episode), d.key.c_str(),
+                  static_cast<unsigned long long>(d.first_row),
+                  static_cast<unsigned long long>(d.first_row + d.count),
+                  static_cast<unsigned long long>(d.size), d.source_key.c_str());
+    }
     for (const PlannedShard& s : plan->shards) {
       std::printf("%s\t%zu members\t%llu data bytes\t%llu bytes\n", s.name.c_str(),
                   s.members.size(), static_cast<unsigned long long>(s.data_bytes),
@@ -422,7 +429,8 @@ void RegisterConvertLeRobot(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"v2.1", "v3"}))
       ->capture_default_str();
   AddPackOutputOptions(sub, args.get(), "threads reading the source (and parsing MP4s)",
-                       "print the plan (episodes, their sources, ranges, sizes, shards)");
+                       "print the plan (episodes, their sources, ranges, sizes, v2.1 data files, "
+                       "shards)");
   sub->callback([args, exit_code] { *exit_code = RunConvertLeRobot(*args); });
 }
 

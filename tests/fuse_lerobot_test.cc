@@ -553,6 +553,7 @@ TEST_F(LeRobotMountTest, ConvertLeRobotWritesSelfContainedEpisodes) {
       testing::Run({testing::MkpackPath(), "convert-lerobot", dataset_, dst, "--dry-run"});
   ASSERT_EQ(dry.exit_code, 0) << dry.err;
   EXPECT_NE(dry.out.find(V21Path(4, "observation.images.front")), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("\tdata\t" + V21DataPath(4) + "\trows "), std::string::npos) << dry.out;
   EXPECT_FALSE(std::filesystem::exists(dst));
   testing::RunResult r = testing::Run({testing::MkpackPath(), "convert-lerobot", dataset_, dst,
                                        "--max-pack-bytes", "24K"});
