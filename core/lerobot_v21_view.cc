@@ -1,4 +1,5 @@
-// The v2.1 metadata files of a LeRobot v3 dataset's v2.1 layout (see lerobot_v21_view.h).
+// The v2.1 metadata files and the plan of the data files of a LeRobot v3 dataset's v2.1 layout
+// (see lerobot_v21_view.h).
 #include "core/lerobot_v21_view.h"
 
 #include <algorithm>

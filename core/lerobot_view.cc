@@ -1,5 +1,5 @@
-// The LeRobot v2.1 view of a v3 dataset: planning the episode files, opening them lazily (see
-// lerobot_view.h).
+// The LeRobot v2.1 view of a v3 dataset: planning the episode files, opening them (episode MP4s
+// and v2.1 data files) lazily (see lerobot_view.h).
 #include "core/lerobot_view.h"
 
 #include <algorithm>
@@ -188,10 +188,10 @@ Result<ShardLease> EpisodeDataOpener::Open(const V21EpisodeDataFile& file) const
                                      " of " + dataset_.dir() + "/" + file.source_key + ")");
   }
   if (built->size() != file.size) {
-    return Status::Stale(file.key + ": built from " + dataset_.dir() + "/" + file.source_key +
-                         " it is " + std::to_string(built->size()) + " bytes, but " +
-                         std::to_string(file.size) + " were planned at mount (did the source "
-                         "change?); remount");
+    return Status::Stale(file.key + " is " + std::to_string(built->size()) +
+                         " bytes when built from " + dataset_.dir() + "/" + file.source_key +
+                         ", but " + std::to_string(file.size) + " were planned at mount (did "
+                         "the source change?); remount");
   }
   auto mem = std::make_shared<const MemoryShardSource>(file.key, std::move(built).value());
   if (mem->size() <= cache_->capacity) {
