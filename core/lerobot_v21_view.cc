@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
 #include <optional>
 
 #include "core/lerobot_v21.h"
 #include "core/lerobot_v21_data.h"
 #include "core/lerobot_v21_stats.h"
+#include "core/parallel_for.h"
 #include "core/parquet_reader.h"
 
 namespace packfs {
@@ -22,6 +24,20 @@ Result<Node> FindRequired(const PackSet& dataset, const std::string& key) {
                             "from it (--lerobot-view v3 serves the files as they are)");
   }
   return *node;
+}
+
+// fn(0) ... fn(n - 1) on one thread per core (footers of a remote set are a round trip each);
+// the first error, if any.
+Status ParallelStatus(size_t n, const std::function<Status(size_t)>& fn) {
+  std::mutex mu;
+  Status first_error;
+  ParallelFor(n, 0, [&](size_t i) {
+    Status st = fn(i);
+    if (st.ok()) return;
+    std::lock_guard<std::mutex> lock(mu);
+    if (first_error.ok()) first_error = std::move(st);
+  });
+  return first_error;
 }
 
 // The global row range of each episode, from the episodes tables' dataset_from_index and
@@ -82,19 +98,21 @@ Status PlanV21Data(const PackSet& dataset, const std::string& info_text,
   if (data_files.empty()) {
     return Status::NotFound(where + "data holds no .parquet files");
   }
-  std::vector<LeRobotV3DataFile> files;
-  std::vector<std::shared_ptr<const ShardSource>> sources;
-  for (const auto& [key, node] : data_files) {
-    sources.push_back(dataset.MemberSource(key, node));
-    PACKFS_ASSIGN_OR_RETURN(ParquetFile file, ParquetFile::Open(*sources.back()));
-    files.push_back({key, file.num_rows()});
-  }
+  std::vector<LeRobotV3DataFile> files(data_files.size());
+  std::vector<std::shared_ptr<const ShardSource>> sources(data_files.size());
+  PACKFS_RETURN_IF_ERROR(ParallelStatus(data_files.size(), [&](size_t i) -> Status {
+    const auto& [key, node] = data_files[i];
+    sources[i] = dataset.MemberSource(key, node);
+    PACKFS_ASSIGN_OR_RETURN(ParquetFile file, ParquetFile::Open(*sources[i]));
+    files[i] = {key, file.num_rows()};
+    return Status::OK();
+  }));
   PACKFS_ASSIGN_OR_RETURN(std::vector<LeRobotV3EpisodeRange> ranges,
                           ReadEpisodeRanges(dataset, tables, *plan));
   PACKFS_ASSIGN_OR_RETURN(std::vector<LeRobotEpisodeRows> rows,
                           LocateLeRobotEpisodes(ranges, files, where + "meta/episodes"));
-  std::vector<V21EpisodeDataFile> out;
-  for (size_t i = 0; i < rows.size(); ++i) {
+  std::vector<V21EpisodeDataFile> out(rows.size());
+  PACKFS_RETURN_IF_ERROR(ParallelStatus(rows.size(), [&](size_t i) -> Status {
     const Episode& e = plan->episodes[i];
     const auto& [key, node] = data_files[rows[i].file];
     if (rows[i].count != e.length) {
@@ -103,7 +121,7 @@ Status PlanV21Data(const PackSet& dataset, const std::string& info_text,
                                 std::to_string(rows[i].count) + " rows (dataset_from_index.."
                                 "dataset_to_index); a v2.1 loader needs them equal");
     }
-    V21EpisodeDataFile d;
+    V21EpisodeDataFile& d = out[i];
     PACKFS_ASSIGN_OR_RETURN(
         d.key, FormatLeRobotTemplate(kLeRobotV21DataPath,
                                      {{"episode_chunk", e.index / kLeRobotV21ChunksSize},
@@ -125,8 +143,8 @@ Status PlanV21Data(const PackSet& dataset, const std::string& info_text,
     } else {
       return size.status().WithPrefix(d.key);
     }
-    out.push_back(std::move(d));
-  }
+    return Status::OK();
+  }));
   plan->v21_data = std::move(out);
   plan->v21_data_schema = std::move(schema);
   return Status::OK();
