@@ -1,5 +1,5 @@
-// The LeRobot v2.1 view of a v3 dataset: planning the episode files, opening them lazily (see
-// lerobot_view.h).
+// The LeRobot v2.1 view of a v3 dataset: planning the episode files, opening them (episode MP4s
+// and v2.1 data files) lazily (see lerobot_view.h).
 #include "core/lerobot_view.h"
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "core/key.h"
+#include "core/lerobot_v21_data.h"
 #include "core/mp4_movie.h"
 #include "core/mp4_slice.h"
 #include "core/mp4_slice_source.h"
@@ -59,6 +60,21 @@ Status ListParquet(const PackSet& set, const Node& dir, const std::string& dir_k
   }
   return Status::OK();
 }
+
+}  // namespace
+
+Result<std::vector<std::pair<std::string, Node>>> ListLeRobotParquet(const PackSet& set,
+                                                                     const std::string& dir_key) {
+  std::vector<std::pair<std::string, Node>> out;
+  PACKFS_ASSIGN_OR_RETURN(std::optional<Node> dir, set.catalog().Find(dir_key));
+  if (!dir || !dir->is_dir()) return out;
+  PACKFS_RETURN_IF_ERROR(ListParquet(set, *dir, dir_key, &out));
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  return out;
+}
+
+namespace {
 
 Mp4SliceRequest RequestOf(const EpisodeVideoFile& v) {
   Mp4SliceRequest req;
@@ -129,6 +145,69 @@ Result<ShardLease> EpisodeVideoOpener::Open(const EpisodeVideoFile& video) const
   std::shared_ptr<const ShardSource> base = dataset_.MemberSource(video.source_key, *node);
   return ShardLease(
       std::make_shared<Mp4SliceSource>(video.key, std::move(base), std::move(slice).value()));
+}
+
+// Built files, most recent first; `bytes` is the sum of their sizes.
+struct EpisodeDataOpener::Cache {
+  mutable std::mutex mu;
+  uint64_t capacity = 0;
+  uint64_t bytes = 0;
+  std::list<std::pair<std::string, std::shared_ptr<const MemoryShardSource>>> lru;
+};
+
+EpisodeDataOpener::EpisodeDataOpener(const PackSet& dataset,
+                                     std::shared_ptr<const LeRobotV21DataSchema> schema,
+                                     uint64_t cache_bytes)
+    : dataset_(dataset), schema_(std::move(schema)), cache_(std::make_unique<Cache>()) {
+  cache_->capacity = cache_bytes;
+}
+
+EpisodeDataOpener::~EpisodeDataOpener() = default;
+
+Result<ShardLease> EpisodeDataOpener::Open(const V21EpisodeDataFile& file) const {
+  {
+    std::lock_guard<std::mutex> lock(cache_->mu);
+    for (auto it = cache_->lru.begin(); it != cache_->lru.end(); ++it) {
+      if (it->first == file.key) {
+        cache_->lru.splice(cache_->lru.begin(), cache_->lru, it);
+        return ShardLease(it->second);
+      }
+    }
+  }
+  if (!schema_) return Status::Corruption(file.key + ": LeRobot view has no data schema");
+  // Built outside the lock: two threads may build the same file once each, which is harmless.
+  PACKFS_ASSIGN_OR_RETURN(std::optional<Node> node, FindFile(dataset_, file.source_key));
+  if (!node) return Status::Stale(file.source_key + " is no longer in the dataset; remount");
+  std::shared_ptr<const ShardSource> src = dataset_.MemberSource(file.source_key, *node);
+  Result<std::vector<uint8_t>> built =
+      LeRobotV21EpisodeParquet(*schema_, *src, file.first_row, file.count,
+                               static_cast<int64_t>(file.episode));
+  if (!built.ok()) {
+    return built.status().WithPrefix(file.key + " (rows " + std::to_string(file.first_row) +
+                                     ".." + std::to_string(file.first_row + file.count) +
+                                     " of " + dataset_.dir() + "/" + file.source_key + ")");
+  }
+  if (built->size() != file.size) {
+    return Status::Stale(file.key + " is " + std::to_string(built->size()) +
+                         " bytes when built from " + dataset_.dir() + "/" + file.source_key +
+                         ", but " + std::to_string(file.size) + " were planned at mount (did "
+                         "the source change?); remount");
+  }
+  auto mem = std::make_shared<const MemoryShardSource>(file.key, std::move(built).value());
+  if (mem->size() <= cache_->capacity) {
+    std::lock_guard<std::mutex> lock(cache_->mu);
+    bool present = false;
+    for (const auto& [key, _] : cache_->lru) present = present || key == file.key;
+    if (!present) {
+      cache_->lru.emplace_front(file.key, mem);
+      cache_->bytes += mem->size();
+      while (cache_->bytes > cache_->capacity) {
+        cache_->bytes -= cache_->lru.back().second->size();
+        cache_->lru.pop_back();
+      }
+    }
+  }
+  return ShardLease(std::move(mem));
 }
 
 Result<LeRobotPlan> PlanLeRobotView(const PackSet& dataset, const LeRobotInfo& info,
@@ -269,11 +348,12 @@ std::string DescribeMissingSource(const MissingLeRobotSource& missing) {
 Result<std::unique_ptr<PackSet>> OpenLeRobotView(const PackSet& dataset, LeRobotPlan plan,
                                                  const LeRobotViewOptions& opts,
                                                  std::shared_ptr<const void> keep_alive) {
-  if (!plan.v21_data.empty()) {
-    return Status::NotSupported(dataset.dir() + ": serving v2.1 episode data files is not "
-                                "implemented yet; mount with --lerobot-view v3");
+  if (!plan.v21_data.empty() && !plan.v21_data_schema) {
+    return Status::InvalidArgument(dataset.dir() + ": a LeRobot plan with v2.1 data files but "
+                                   "no data schema");
   }
-  // Shard 0..n-1: the episode videos; then the generated metadata files, in memory.
+  // Shards: the episode videos, then the v2.1 episode data files, then the generated metadata
+  // files (in memory).
   std::vector<ShardContent> shards;
   std::vector<std::string> files, refs;
   auto add = [&](const std::string& key, uint64_t size, const std::string& from, int64_t mtime) {
@@ -296,6 +376,9 @@ Result<std::unique_ptr<PackSet>> OpenLeRobotView(const PackSet& dataset, LeRobot
     add(v.key, v.size, dataset.dir() + "/" + v.source_key, v.mtime);
     newest = std::max(newest, v.mtime);
   }
+  for (const V21EpisodeDataFile& d : plan.v21_data) {
+    add(d.key, d.size, dataset.dir() + "/" + d.source_key, d.mtime);
+  }
   std::vector<GeneratedFile> generated;
   if (plan.layout == LeRobotLayout::kV3) {
     generated.push_back({"meta/episodes.jsonl", std::move(plan.episodes_jsonl), newest});
@@ -317,15 +400,21 @@ Result<std::unique_ptr<PackSet>> OpenLeRobotView(const PackSet& dataset, LeRobot
 
   auto opener_impl = std::make_shared<EpisodeVideoOpener>(dataset, opts.movie_cache_entries);
   auto videos = std::make_shared<const std::vector<EpisodeVideoFile>>(std::move(plan.videos));
+  auto data_opener = std::make_shared<EpisodeDataOpener>(dataset, plan.v21_data_schema,
+                                                         opts.data_cache_bytes);
+  auto data_files =
+      std::make_shared<const std::vector<V21EpisodeDataFile>>(std::move(plan.v21_data));
   auto memory = std::make_shared<std::vector<std::shared_ptr<const MemoryShardSource>>>();
   for (const GeneratedFile& g : generated) {
     memory->push_back(std::make_shared<const MemoryShardSource>(
         g.key, std::vector<uint8_t>(g.bytes.begin(), g.bytes.end())));
   }
-  ShardOpener opener = [opener_impl, videos, memory,
+  ShardOpener opener = [opener_impl, videos, data_opener, data_files, memory,
                         keep_alive](const ShardToOpen& shard) -> Result<ShardLease> {
     if (shard.id < videos->size()) return opener_impl->Open((*videos)[shard.id]);
-    const size_t i = shard.id - videos->size();
+    size_t i = shard.id - videos->size();
+    if (i < data_files->size()) return data_opener->Open((*data_files)[i]);
+    i -= data_files->size();
     if (i >= memory->size()) {
       return Status::Corruption("LeRobot view: no file " + std::to_string(shard.id));
     }

@@ -2,7 +2,8 @@
 // (videos/chunk-XXX/<camera>/episode_XXXXXX.mp4), each a synthesized header followed by byte
 // ranges of the v3 file that holds the episode (never a copy), plus generated metadata: in the
 // v3 layout meta/episodes.jsonl beside the dataset's own files; in the v2.1 layout the v2.1
-// meta/ files (core/lerobot_v21_view.h), the dataset itself then being shown under v3/.
+// meta/ files and data/ episode parquet files (core/lerobot_v21_view.h, core/lerobot_v21_data.h),
+// the dataset itself then being shown under v3/.
 //
 // At open, meta/info.json and the episodes parquet files are read and every source MP4's moov is
 // parsed once (in parallel) to size each episode file; the headers themselves are built when an
@@ -14,9 +15,11 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/lerobot_meta.h"
@@ -24,6 +27,8 @@
 #include "core/status.h"
 
 namespace packfs {
+
+struct LeRobotV21DataSchema;
 
 // How a mount shows a LeRobot v3 dataset.
 enum class LeRobotLayout {
@@ -33,6 +38,7 @@ enum class LeRobotLayout {
 
 struct LeRobotViewOptions {
   size_t movie_cache_entries = 16;  // parsed source MP4s kept in memory
+  uint64_t data_cache_bytes = 64ull << 20;  // built v2.1 episode data files kept in memory
   int threads = 0;                  // moov parsing at open; 0 = one per core
 };
 
@@ -66,14 +72,16 @@ struct GeneratedFile {
   int64_t mtime = 0;  // that of the v3 file it is made from, so it stays the same across mounts
 };
 
-// One v2.1 episode data file (data/chunk-XXX/episode_XXXXXX.parquet). Planned by the v2.1 data
-// writer (core/lerobot_v21_data, not yet merged); until then LeRobotPlan::v21_data stays empty
-// and the v2.1 layout has no data/ directory.
+// One v2.1 episode data file (data/chunk-XXX/episode_XXXXXX.parquet): rows [first_row, first_row
+// + count) of the v3 data file `source_key`, re-written by core/lerobot_v21_data.
 struct V21EpisodeDataFile {
   std::string key;
   uint64_t episode = 0;
-  uint64_t size = 0;
-  int64_t mtime = 0;
+  std::string source_key;  // e.g. "data/chunk-000/file-001.parquet"
+  uint64_t first_row = 0;
+  uint64_t count = 0;      // = the episode's length
+  uint64_t size = 0;       // bytes of the built file (exact, known at plan time)
+  int64_t mtime = 0;       // the source data file's
 };
 
 // What a view shows, computed from the dataset (the episodes and, per episode and camera, the
@@ -92,7 +100,8 @@ struct LeRobotPlan {
   // The layout served; kV21 only after AddLeRobotV21Files (core/lerobot_v21_view.h) filled:
   LeRobotLayout layout = LeRobotLayout::kV3;
   std::vector<GeneratedFile> v21_meta;       // meta/info.json, episodes.jsonl, tasks.jsonl, ...
-  std::vector<V21EpisodeDataFile> v21_data;  // empty until the v2.1 data writer plans them
+  std::vector<V21EpisodeDataFile> v21_data;  // episode order; empty when data/ is left out
+  std::shared_ptr<const LeRobotV21DataSchema> v21_data_schema;  // set when v21_data is not empty
   std::vector<std::string> v21_notes;        // why a v2.1 file is left out, for the warnings
 };
 // Plans the view. A source MP4 the dataset does not hold is not an error: its episode videos go
@@ -125,6 +134,29 @@ class EpisodeVideoOpener {
   std::unique_ptr<Cache> cache_;
 };
 
+// Opens planned v2.1 episode data files: builds the file from its v3 source on first open and
+// keeps built files in an LRU bounded by bytes (`cache_bytes`; a file larger than that is served
+// but not kept). A built size other than the plan's (the source changed) is an error (Stale,
+// EIO) naming the file, never other bytes. Thread-safe; `dataset` must outlive it.
+class EpisodeDataOpener {
+ public:
+  EpisodeDataOpener(const PackSet& dataset, std::shared_ptr<const LeRobotV21DataSchema> schema,
+                    uint64_t cache_bytes);
+  ~EpisodeDataOpener();
+  Result<ShardLease> Open(const V21EpisodeDataFile& file) const;
+
+ private:
+  struct Cache;
+  const PackSet& dataset_;
+  std::shared_ptr<const LeRobotV21DataSchema> schema_;
+  std::unique_ptr<Cache> cache_;
+};
+
+// The *.parquet files under directory `dir_key` of `set` (recursively), sorted by key; none when
+// there is no such directory.
+Result<std::vector<std::pair<std::string, Node>>> ListLeRobotParquet(const PackSet& set,
+                                                                     const std::string& dir_key);
+
 // The bytes of file `key` (`node`) of `set`; files over 256 MiB are refused (InvalidArgument).
 Result<std::string> ReadLeRobotMetaFile(const PackSet& set, const std::string& key,
                                         const Node& node);
@@ -135,7 +167,7 @@ Result<std::string> ReadLeRobotMetaFile(const PackSet& set, const std::string& k
 // becomes one warning of the set (PackSet::warnings()) naming the file and the episodes not
 // shown; so do the plan's timestamp note and v21_notes. `keep_alive` (may be null) is held as
 // long as the set's reads may need `dataset` (pass the dataset's owner when the Filesystem does
-// not own it). A plan with v21_data is refused (NotSupported) until the v2.1 data writer is in.
+// not own it). The v2.1 episode data files are built when first read (EpisodeDataOpener).
 Result<std::unique_ptr<PackSet>> OpenLeRobotView(const PackSet& dataset, LeRobotPlan plan,
                                                  const LeRobotViewOptions& opts,
                                                  std::shared_ptr<const void> keep_alive = nullptr);

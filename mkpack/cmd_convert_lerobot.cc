@@ -4,11 +4,12 @@
 // stored at its v2.1 path, the cameras of one episode in one shard; DST/video_index.json maps
 // every episode and camera to its blob reference, time range and frame count. In the v2.1
 // layout (the default) DST is the v2.1 dataset `packfs --lerobot-view v2.1` shows: the generated
-// v2.1 meta/ files (core/lerobot_v21_view.h) as real members, and meta/, data/ and the other v3
-// files copied under v3/; in the v3 layout they are copied in place and meta/episodes.jsonl is
-// added. v2.x sources (one MP4 per episode already) are packed unchanged. A v3 dataset missing
-// source MP4s is refused, listing every one, unless --missing skip converts what is there (the
-// skipped episode videos are listed in video_index.json and the summary).
+// v2.1 meta/ files and data/chunk-XXX/episode_XXXXXX.parquet files (core/lerobot_v21_view.h) as
+// real members, and meta/, data/ and the other v3 files copied under v3/; in the v3 layout they
+// are copied in place and meta/episodes.jsonl is added. v2.x sources (one MP4 per episode
+// already) are packed unchanged. A v3 dataset missing source MP4s is refused, listing every one,
+// unless --missing skip converts what is there (the skipped episode videos are listed in
+// video_index.json and the summary).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,25 +46,27 @@ struct LeRobotArgs : PackOutputArgs {
 
 using Clock = std::chrono::steady_clock;
 
-// An episode video opened when the writer first reads it and released once read to the end, so
-// converting 10,000 episodes never holds more than a few synthesized headers at once.
+// An episode file (video or v2.1 data) opened when the writer first reads it and released once
+// read to the end, so converting 10,000 episodes never holds more than a few synthesized headers
+// or built parquet files at once. `Opener` is EpisodeVideoOpener or EpisodeDataOpener.
+template <typename Opener, typename File>
 class LazyEpisodeSource final : public ShardSource {
  public:
-  LazyEpisodeSource(std::shared_ptr<const EpisodeVideoOpener> opener, EpisodeVideoFile video)
-      : opener_(std::move(opener)), video_(std::move(video)) {}
-  const std::string& name() const override { return video_.key; }
-  uint64_t size() const override { return video_.size; }
+  LazyEpisodeSource(std::shared_ptr<const Opener> opener, File file)
+      : opener_(std::move(opener)), file_(std::move(file)) {}
+  const std::string& name() const override { return file_.key; }
+  uint64_t size() const override { return file_.size; }
   Result<size_t> ReadAt(uint64_t offset, std::span<uint8_t> buf) const override {
     ShardLease src;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!open_) {
-        PACKFS_ASSIGN_OR_RETURN(open_, opener_->Open(video_));
+        PACKFS_ASSIGN_OR_RETURN(open_, opener_->Open(file_));
       }
       src = open_;
     }
     PACKFS_ASSIGN_OR_RETURN(size_t got, src->ReadAt(offset, buf));
-    if (offset + got >= video_.size) {
+    if (offset + got >= file_.size) {
       std::lock_guard<std::mutex> lock(mu_);
       open_.reset();
     }
@@ -71,8 +74,8 @@ class LazyEpisodeSource final : public ShardSource {
   }
 
  private:
-  std::shared_ptr<const EpisodeVideoOpener> opener_;
-  EpisodeVideoFile video_;
+  std::shared_ptr<const Opener> opener_;
+  File file_;
   mutable std::mutex mu_;
   mutable ShardLease open_;
 };
@@ -152,6 +155,23 @@ Result<Converted> Collect(const PackSet& set, const LeRobotInfo& info, int threa
     for (const GeneratedFile& g : c.plan.v21_meta) {
       c.inputs.push_back(GeneratedInput(g.key, g.bytes, g.mtime));
     }
+    // The v2.1 episode data files, built as they are written (the mount's bytes); the built
+    // files are not kept, each is read once.
+    auto data_opener =
+        std::make_shared<const EpisodeDataOpener>(set, c.plan.v21_data_schema, 0);
+    for (const V21EpisodeDataFile& d : c.plan.v21_data) {
+      PackInput in;
+      in.key = d.key;
+      in.path = set.dir() + "/" + d.source_key + " (episode " + std::to_string(d.episode) + ")";
+      in.size = d.size;
+      in.mtime = d.mtime;
+      in.whole_file = false;
+      in.source =
+          std::make_shared<LazyEpisodeSource<EpisodeDataOpener, V21EpisodeDataFile>>(data_opener,
+                                                                                     d);
+      in.group = "episode " + std::to_string(d.episode);
+      c.inputs.push_back(std::move(in));
+    }
   } else {
     PACKFS_RETURN_IF_ERROR(AddDatasetFiles(set, true, "", &c));
   }
@@ -166,7 +186,8 @@ Result<Converted> Collect(const PackSet& set, const LeRobotInfo& info, int threa
     in.path = set.dir() + "/" + v.source_key + " (episode " + std::to_string(v.episode) + ")";
     in.size = v.size;
     in.whole_file = false;
-    in.source = std::make_shared<LazyEpisodeSource>(opener, v);
+    in.source =
+        std::make_shared<LazyEpisodeSource<EpisodeVideoOpener, EpisodeVideoFile>>(opener, v);
     in.group = "episode " + std::to_string(v.episode);
     c.video_input.push_back(c.inputs.size());
     c.inputs.push_back(std::move(in));
@@ -310,6 +331,13 @@ int RunConvertLeRobot(const LeRobotArgs& a) {
                   static_cast<unsigned long long>(v->episode), v->video_key.c_str(),
                   v->key.c_str(), v->source_key.c_str());
     }
+    for (const V21EpisodeDataFile& d : c.plan.v21_data) {
+      std::printf("episode %llu\tdata\t%s\trows %llu-%llu\t%llu bytes\t<- %s\n",
+                  static_cast<unsigned long long>(d.episode), d.key.c_str(),
+                  static_cast<unsigned long long>(d.first_row),
+                  static_cast<unsigned long long>(d.first_row + d.count),
+                  static_cast<unsigned long long>(d.size), d.source_key.c_str());
+    }
     for (const PlannedShard& s : plan->shards) {
       std::printf("%s\t%zu members\t%llu data bytes\t%llu bytes\n", s.name.c_str(),
                   s.members.size(), static_cast<unsigned long long>(s.data_bytes),
@@ -376,7 +404,8 @@ void RegisterConvertLeRobot(CLI::App& app, int* exit_code) {
       "self-contained pack set in DST with one MP4 per episode and camera at the v2.1 paths "
       "(videos/chunk-XXX/<camera>/episode_XXXXXX.mp4). v3 episodes are sliced from the "
       "multi-episode MP4s without re-encoding; by default (--layout v2.1) DST is a v2.1 dataset "
-      "(the v2.1 meta/ files that `packfs --lerobot-view v2.1` shows, the v3 meta/, data/ and "
+      "(the v2.1 meta/ and data/ episode files that `packfs --lerobot-view v2.1` shows, the v3 "
+      "meta/, data/ and "
       "other files copied under v3/); with --layout v3 they are copied in place and "
       "meta/episodes.jsonl is added; DST/video_index.json maps each episode and camera to its "
       "blob reference, time range (ns) and frame count. v2.x datasets are packed unchanged. The "
@@ -400,7 +429,8 @@ void RegisterConvertLeRobot(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"v2.1", "v3"}))
       ->capture_default_str();
   AddPackOutputOptions(sub, args.get(), "threads reading the source (and parsing MP4s)",
-                       "print the plan (episodes, their sources, ranges, sizes, shards)");
+                       "print the plan (episodes, their sources, ranges, sizes, v2.1 data files, "
+                       "shards)");
   sub->callback([args, exit_code] { *exit_code = RunConvertLeRobot(*args); });
 }
 

@@ -1,13 +1,15 @@
 // LeRobot v3 datasets through real mounts and real conversions, with ffmpeg as the oracle: every
 // episode video the mount synthesizes (and every one `mkpack convert-lerobot` writes) decodes to
 // the same frame hashes as that episode's own separate encode, with ffprobe counting `length`
-// frames; the dataset's own files stay byte-identical; meta/episodes.jsonl lists the episodes.
+// frames; the dataset's own files stay byte-identical; meta/episodes.jsonl lists the episodes;
+// the v2.1 data/ episode parquet files hold, as hyparquet reads them, each episode's v3 rows.
 // Datasets come from scripts/make-lerobot-dataset.py (H.264 with B-frames; several files per
 // camera; to_timestamp a frame short on odd episodes) and from the real LeRobot metadata fixture
 // with AV1 videos encoded to match it.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -148,11 +150,76 @@ class LeRobotMountTest : public ::testing::Test {
     EXPECT_EQ(n, manifest_["episodes"].size());
   }
 
+  // Rows of a parquet file as hyparquet (an independent pure-JS reader) reads them.
+  static json ReadParquetRows(const std::string& path) {
+    const std::string mjs =
+        std::string(PACKFS_SOURCE_DIR) + "/scripts/lerobot-parquet/parquet.mjs";
+    testing::RunResult r = testing::Run({"node", mjs, "read", path});
+    EXPECT_EQ(r.exit_code, 0) << path << ": " << r.err;
+    if (r.exit_code != 0) return json::array();
+    return json::parse(r.out)["rows"];
+  }
+
+  static std::string V21DataPath(uint64_t episode) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "data/chunk-%03llu/episode_%06llu.parquet",
+                  static_cast<unsigned long long>(episode / 1000),
+                  static_cast<unsigned long long>(episode));
+    return buf;
+  }
+
+  // The v2.1 episode data files under `root`: data/ holds one file per episode and nothing else;
+  // each, read by hyparquet, holds exactly the rows of the v3 data files whose episode_index is
+  // its episode, as many as the episode's length; stat sizes equal the bytes read; the row counts
+  // add up to info.json's total_frames.
+  static void ExpectV21DataMatchesSource(const std::string& root) {
+    std::vector<std::string> sources;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dataset_ + "/data")) {
+      if (e.is_regular_file() && e.path().extension() == ".parquet") {
+        sources.push_back(e.path().string());
+      }
+    }
+    std::sort(sources.begin(), sources.end());
+    ASSERT_FALSE(sources.empty());
+    std::map<int64_t, json> want;
+    for (const std::string& src : sources) {
+      for (const json& row : ReadParquetRows(src)) {
+        json& rows = want[row["episode_index"].get<int64_t>()];
+        if (rows.is_null()) rows = json::array();
+        rows.push_back(row);
+      }
+    }
+    std::set<std::string> files;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(root + "/data")) {
+      if (!e.is_directory()) files.insert(std::filesystem::relative(e.path(), root).string());
+    }
+    std::set<std::string> expected;
+    const size_t episodes = manifest_["episodes"].size();
+    for (uint64_t e = 0; e < episodes; ++e) expected.insert(V21DataPath(e));
+    EXPECT_EQ(files, expected);
+    EXPECT_EQ(want.size(), episodes);
+    uint64_t total = 0;
+    for (uint64_t e = 0; e < episodes; ++e) {
+      const std::string path = root + "/" + V21DataPath(e);
+      SCOPED_TRACE(path);
+      struct stat st {};
+      ASSERT_EQ(::stat(path.c_str(), &st), 0);
+      EXPECT_EQ(static_cast<uint64_t>(st.st_size), testing::ReadBytes(path).size());
+      const json rows = ReadParquetRows(path);
+      EXPECT_EQ(rows.size(), manifest_["episodes"][e]["length"].get<size_t>());
+      EXPECT_EQ(rows, want[static_cast<int64_t>(e)]);
+      total += rows.size();
+    }
+    const json info = json::parse(testing::ReadFile(root + "/meta/info.json"));
+    EXPECT_EQ(total, info["total_frames"].get<uint64_t>());
+  }
+
   // `root` is the default (v2.1) layout of the generated dataset, `err` the mount's stderr:
   // meta/ holds the v2.1 files as core/lerobot_v21 generates them from the dataset (Python's json
   // reads them), with the mtimes of the v3 files they come from; episodes_stats.jsonl is left out
   // with a warning (the generator's tables carry no stats for every feature, and camera stats
-  // are not converted yet); data/ holds v2.1 episode files only (none yet); every v3 file is
+  // are not converted yet); data/ holds the v2.1 episode files, each exactly its episode's rows
+  // of the v3 data (ExpectV21DataMatchesSource), with the mtime of its source; every v3 file is
   // under v3/, byte-identical; nothing else is at the root.
   // `exact_mtimes`: the source is the loose dataset (a pack keeps the mtimes zip can store).
   static void ExpectV21Layout(const std::string& root, const std::string& err,
@@ -228,21 +295,20 @@ class LeRobotMountTest : public ::testing::Test {
     for (const auto& e : std::filesystem::directory_iterator(root)) {
       top.insert(e.path().filename().string());
     }
-    top.erase("data");  // v2.1 episode files only, checked below
-    EXPECT_EQ(top, (std::set<std::string>{"meta", "v3", "videos"}));
+    EXPECT_EQ(top, (std::set<std::string>{"data", "meta", "v3", "videos"}));
     std::set<std::string> meta;
     for (const auto& e : std::filesystem::directory_iterator(root + "/meta")) {
       meta.insert(e.path().filename().string());
     }
     EXPECT_EQ(meta, (std::set<std::string>{"episodes.jsonl", "info.json", "tasks.jsonl"}));
-    const std::regex v21_data(R"(data/chunk-\d{3}/episode_\d{6}\.parquet)");
-    if (std::filesystem::exists(root + "/data")) {
-      for (const auto& e : std::filesystem::recursive_directory_iterator(root + "/data")) {
-        if (e.is_directory()) continue;
-        const std::string rel = std::filesystem::relative(e.path(), root).string();
-        EXPECT_TRUE(std::regex_match(rel, v21_data)) << rel << " is not a v2.1 data file";
-      }
+    std::set<std::string> data_dirs;
+    for (const auto& e : std::filesystem::directory_iterator(root + "/data")) {
+      data_dirs.insert(e.path().filename().string());
     }
+    EXPECT_EQ(data_dirs, (std::set<std::string>{"chunk-000"}));
+    ExpectV21DataMatchesSource(root);
+    EXPECT_EQ(mtime(root + "/" + V21DataPath(0)),
+              mtime(root + "/v3/data/chunk-000/file-000.parquet"));
     // Every file of the dataset under v3/, byte for byte, and nothing else there.
     size_t files = 0;
     for (const auto& e : std::filesystem::recursive_directory_iterator(dataset_)) {
@@ -487,6 +553,7 @@ TEST_F(LeRobotMountTest, ConvertLeRobotWritesSelfContainedEpisodes) {
       testing::Run({testing::MkpackPath(), "convert-lerobot", dataset_, dst, "--dry-run"});
   ASSERT_EQ(dry.exit_code, 0) << dry.err;
   EXPECT_NE(dry.out.find(V21Path(4, "observation.images.front")), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("\tdata\t" + V21DataPath(4) + "\trows "), std::string::npos) << dry.out;
   EXPECT_FALSE(std::filesystem::exists(dst));
   testing::RunResult r = testing::Run({testing::MkpackPath(), "convert-lerobot", dataset_, dst,
                                        "--max-pack-bytes", "24K"});
@@ -544,7 +611,18 @@ TEST_F(LeRobotMountTest, ConvertLeRobotWritesSelfContainedEpisodes) {
     EXPECT_EQ(a.st_mtime, b.st_mtime) << rel;
   }
   EXPECT_FALSE(std::filesystem::exists(mnt.path() + "/meta/episodes_stats.jsonl"));
-  EXPECT_FALSE(std::filesystem::exists(mnt.path() + "/data"));
+  // The v2.1 data files are real members now, the mounted view's bytes and mtimes.
+  ExpectV21DataMatchesSource(mnt.path());
+  for (uint64_t e = 0; e < manifest_["episodes"].size(); ++e) {
+    const std::string rel = V21DataPath(e);
+    EXPECT_EQ(testing::Sha256File(mnt.path() + "/" + rel),
+              testing::Sha256File(view.path() + "/" + rel))
+        << rel;
+    struct stat a {}, b {};
+    ASSERT_EQ(::stat((mnt.path() + "/" + rel).c_str(), &a), 0) << rel;
+    ASSERT_EQ(::stat((view.path() + "/" + rel).c_str(), &b), 0) << rel;
+    EXPECT_EQ(a.st_mtime, b.st_mtime) << rel;
+  }
   EXPECT_EQ(testing::Sha256File(mnt.path() + "/v3/data/chunk-000/file-000.parquet"),
             testing::Sha256File(dataset_ + "/data/chunk-000/file-000.parquet"));
   EXPECT_EQ(testing::Sha256File(mnt.path() + "/v3/meta/info.json"),
