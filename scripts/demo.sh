@@ -2,7 +2,8 @@
 # The main job, end to end: install dependencies, build, generate a sample media folder, pack it,
 # list, resolve and verify it, mount it with packfs and read from it (ffprobe of a packed video);
 # then convert a WebDataset (tar shards) to a pack set and mount the tars as they are; then mount a
-# LeRobot v3 robot dataset (several episodes per MP4) and get one MP4 per episode, with no copy.
+# LeRobot v3 robot dataset (several episodes per MP4) and read it as a LeRobot v2.1 dataset (one
+# parquet and one MP4 per episode), with no copy.
 # Usage: scripts/demo.sh [WORKDIR]   (default: a temporary directory, removed at the end)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -94,6 +95,9 @@ PY
     --episodes-per-file 3 --frames 40:60 --size 160x120 >/dev/null
   step find "$work/robot/videos" -name '*.mp4'
   step "$bin/packfs" "$work/robot" "$mnt"
+  echo "$ # the mount is a LeRobot v2.1 dataset: one parquet and one MP4 per episode, v3 under v3/"
+  step ls "$mnt" "$mnt/data/chunk-000"
+  step grep -m1 codebase_version "$mnt/meta/info.json"
   step find "$mnt/videos/chunk-000" -name '*.mp4'
   step cat "$mnt/meta/episodes.jsonl"
   step ffprobe -v error -count_frames -show_entries stream=codec_name,nb_read_frames:format=duration \
