@@ -4,9 +4,12 @@
   vs the same episodes' own separate encodes read as loose files (the same sample bytes with
   their own header), cold and warm, as MB/s.
 - open: open + first 4 KiB of an episode video after its source file was first accessed (its
-  moov parsed by an earlier episode), per episode, in ms.
-- mount: `packfs DATASET MNT` of a 10,000-episode, 2-camera dataset until `stat` of an episode
-  directory answers, and the daemon's RSS then.
+  moov parsed by an earlier episode), per episode, in ms; and open + whole read of an episode's
+  v2.1 data parquet (built by the mount from its rows of the v3 data file on first open) after
+  the first episode's parquet was read (the source's pages then in the page cache).
+- mount: `packfs DATASET MNT` of a 10,000-episode, 2-camera dataset (the default v2.1 view: its
+  meta files, data parquets sized, episode videos) until `stat` of an episode video answers, and
+  the daemon's RSS then.
 """
 import json
 import os
@@ -33,6 +36,10 @@ def ensure_dataset(work, name, gen_args):
 
 def v21(ep, cam):
     return f"videos/chunk-{ep // 1000:03d}/{cam}/episode_{ep:06d}.mp4"
+
+
+def v21_data(ep):
+    return f"data/chunk-{ep // 1000:03d}/episode_{ep:06d}.parquet"
 
 
 def read_all(paths):
@@ -109,6 +116,23 @@ def bench_lerobot(args, work, ds, rows):
             lat.sort()
             print(f"lerobot open r{r}: median {lat[len(lat) // 2] * 1e3:.3f} ms, "
                   f"max {lat[-1] * 1e3:.3f} ms over {len(lat)} episodes", flush=True)
+            # The episodes' data parquets: the first one read brings the source's pages in.
+            parquets = [os.path.join(mnt, v21_data(e["episode_index"])) for e in eps]
+            read_all(parquets[:1])
+            plat = []
+            for p in parquets[1:]:
+                t0 = time.perf_counter()
+                size = os.stat(p).st_size
+                got = read_all([p])
+                plat.append(time.perf_counter() - t0)
+                if got != size or size == 0:
+                    raise Broken(f"lerobot: {p} read {got} bytes, stat says {size}")
+            for x in plat:
+                rows.append({"bench": "lerobot", "what": "open parquet", "repeat": r,
+                             "seconds": x})
+            plat.sort()
+            print(f"lerobot open parquet r{r}: median {plat[len(plat) // 2] * 1e3:.3f} ms, "
+                  f"max {plat[-1] * 1e3:.3f} ms over {len(plat)} episodes", flush=True)
     finally:
         unmount(mnt)
 

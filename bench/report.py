@@ -866,6 +866,13 @@ def write(json_path):
                      f"read: median {med(op) * 1e3:.3f} ms, 90th percentile "
                      f"{op[int(len(op) * 0.9)] * 1e3:.3f} ms, max {op[-1] * 1e3:.3f} ms "
                      f"({len(op)} opens; target ≤ 1 ms)")
+        pq = sorted(r["seconds"] for r in lr if r.get("what") == "open parquet")
+        if pq:
+            L.append(f"\nOpen + whole read of an episode's v2.1 data parquet (built from its rows "
+                     f"of the v3 data file on first open) after another episode's was read: "
+                     f"median {med(pq) * 1e3:.3f} ms, 90th percentile "
+                     f"{pq[int(len(pq) * 0.9)] * 1e3:.3f} ms, max {pq[-1] * 1e3:.3f} ms "
+                     f"({len(pq)} opens)")
         mt = [r for r in lr if r.get("what") == "mount"]
         if mt:
             L.append(f"\nMount of a {mt[0]['episodes']}-episode, 2-camera dataset until the "

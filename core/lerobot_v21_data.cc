@@ -12,7 +12,7 @@
 namespace packfs {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 using parquet::ColumnValues;
 using parquet::WriterColumn;
 
@@ -205,10 +205,10 @@ Status CheckEpisodeIndex(const ParquetFile& f, uint64_t first, uint64_t count, i
 
 Result<LeRobotV21DataSchema> LeRobotV21DataSchemaFromInfo(std::string_view v3_info_json,
                                                           const std::string& where) {
-  Json info;
+  OrderedJson info;
   try {
-    info = Json::parse(v3_info_json);
-  } catch (const Json::exception& e) {
+    info = OrderedJson::parse(v3_info_json);
+  } catch (const OrderedJson::exception& e) {
     return Status::Corruption(where + " is not valid JSON: " + e.what());
   }
   auto features = info.is_object() ? info.find("features") : info.end();
@@ -217,7 +217,7 @@ Result<LeRobotV21DataSchema> LeRobotV21DataSchemaFromInfo(std::string_view v3_in
   }
   LeRobotV21DataSchema schema;
   for (auto it = features->begin(); it != features->end(); ++it) {
-    const Json& f = it.value();
+    const OrderedJson& f = it.value();
     const std::string fw = where + ": feature \"" + it.key() + "\"";
     auto dtype = f.is_object() ? f.find("dtype") : f.end();
     if (!f.is_object() || dtype == f.end() || !dtype->is_string()) {

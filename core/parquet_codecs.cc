@@ -18,11 +18,12 @@
 #include <cerrno>
 #include <memory>
 
+#include "core/parquet_thrift.h"
+
 namespace packfs::parquet {
 namespace {
 
 // Codec numbers of parquet.thrift's CompressionCodec.
-enum : int32_t { kUncompressed = 0, kSnappy = 1, kGzip = 2, kZstd = 6, kLz4Raw = 7 };
 
 constexpr uint64_t MaxExpansion(int32_t codec) {
   switch (codec) {

@@ -99,7 +99,7 @@ class ThriftWriter {
 
 // --- levels and values ----------------------------------------------------------------------
 
-uint32_t BitWidth(uint32_t max_level) {
+uint32_t LevelBitWidth(uint32_t max_level) {
   uint32_t w = 0;
   while (max_level >> w) ++w;
   return w;
@@ -121,7 +121,7 @@ void AppendLe32(uint32_t v, std::vector<uint8_t>* out) {
 // bit-packed run (padded to a multiple of 8 values). The choice depends on the levels only, so
 // the sizing path (synthesized levels) encodes exactly what the writing path does.
 void AppendLevels(std::span<const uint32_t> levels, uint32_t max_level, std::vector<uint8_t>* out) {
-  const uint32_t width = BitWidth(max_level);
+  const uint32_t width = LevelBitWidth(max_level);
   const size_t len_at = out->size();
   AppendLe32(0, out);
   const bool constant =
