@@ -85,6 +85,48 @@ void AppendPythonJsonString(std::string_view s, std::string* out) {
   out->push_back('"');
 }
 
+void AppendPythonJsonAsciiString(std::string_view s, std::string* out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  auto u = [out](uint32_t cp) {
+    *out += "\\u";
+    for (int shift = 12; shift >= 0; shift -= 4) *out += kHex[(cp >> shift) & 0xF];
+  };
+  *out += '"';
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '"': *out += "\\\""; break;
+        case '\\': *out += "\\\\"; break;
+        case '\n': *out += "\\n"; break;
+        case '\r': *out += "\\r"; break;
+        case '\t': *out += "\\t"; break;
+        case '\b': *out += "\\b"; break;
+        case '\f': *out += "\\f"; break;
+        default:
+          if (c < 0x20 || c == 0x7f) u(c);
+          else *out += static_cast<char>(c);
+      }
+      ++i;
+      continue;
+    }
+    const int len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+    uint32_t cp = c & (len == 4 ? 0x07 : len == 3 ? 0x0F : 0x1F);
+    for (int k = 1; k < len && i + k < s.size(); ++k) {
+      cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    }
+    i += len;
+    if (cp >= 0x10000) {
+      cp -= 0x10000;
+      u(0xD800 + (cp >> 10));
+      u(0xDC00 + (cp & 0x3FF));
+    } else {
+      u(cp);
+    }
+  }
+  *out += '"';
+}
+
 namespace {
 
 // Line break plus indentation before an element at nesting `level` (nothing on one line).

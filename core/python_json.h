@@ -21,6 +21,10 @@ std::string PythonFloatRepr(double value);
 // \t \b \f, other bytes below 0x20 as \u00xx (lowercase hex), everything else (0x7f, UTF-8
 // sequences) raw. Bytes are not checked for valid UTF-8.
 void AppendPythonJsonString(std::string_view s, std::string* out);
+// The same as json.dumps' default (ensure_ascii=True) does: bytes outside 0x20-0x7e escaped,
+// UTF-8 sequences as \uXXXX (lowercase hex; surrogate pairs above U+FFFF). `s` must be valid
+// UTF-8 (e.g. from a parsed JSON text).
+void AppendPythonJsonAsciiString(std::string_view s, std::string* out);
 
 // Appends `value` as Python would write the same object (dicts keep the key order of `value`).
 // indent < 0: json.dumps(obj, ensure_ascii=False) on one line, separators ", " and ": " (also

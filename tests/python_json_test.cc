@@ -74,6 +74,16 @@ TEST(PythonJsonTest, StringEscaping) {
   EXPECT_EQ(out, "\"ünïcode 夹起 😀\"");
 }
 
+// Expected values printed by /usr/bin/python3: json.dumps("é😀\x7f\"\n\x01a").
+TEST(PythonJsonTest, AsciiStringEscaping) {
+  std::string out;
+  AppendPythonJsonAsciiString("é😀\x7f\"\n\x01" "a", &out);
+  EXPECT_EQ(out, R"("\u00e9\ud83d\ude00\u007f\"\n\u0001a")");
+  out.clear();
+  AppendPythonJsonAsciiString("observation.state 夹", &out);
+  EXPECT_EQ(out, R"("observation.state \u5939")");
+}
+
 nlohmann::ordered_json Sample() {
   return nlohmann::ordered_json::parse(
       R"({"z": 1, "a": [1.0, -2, null, true, false, "s"], "e": {}, "l": [], "o": {"k": [[0.5]]}})");
