@@ -297,6 +297,11 @@ Status Catalog::LoadShardBlocks(uint32_t first_block, uint32_t end_block, sql::D
     PACKFS_ASSIGN_OR_RETURN(bool row, Step(s));
     if (!row) break;
     if (s.Int(0) != static_cast<int64_t>(next)) break;
+    // A block loaded before (inside the range) may be in use: its rows are never written again.
+    if (shard_loaded_[next / kShardBlock].load(std::memory_order_acquire)) {
+      ++next;
+      continue;
+    }
     ShardInfo& info = shards_[next++];
     info.id = static_cast<uint32_t>(s.Int(0));
     info.name = std::string(s.Text(1));
