@@ -128,8 +128,8 @@ def check(args, work, ds, c, rows):
         ring = (packfs_stats(c.root) or {}).get("io_uring", {})
         if ring.get("failed") or not ring.get("requests"):
             # Not measured rather than measured as something else. Not a failure of the run:
-            # something else may have turned enable_uring off (tests/fuse_uring_test.cc does, for
-            # a second, when it runs beside), and that test is what checks the ring.
+            # something else may have turned enable_uring off (tests/integration/fuse_uring_test.cc
+            # does, for a second, when it runs beside), and that test is what checks the ring.
             c.dead = f"its reads did not go through the ring ({ring})"
             rows.append({"bench": "check", "contender": c.name, "dead": c.dead})
             print(f"  {c.name}: {c.dead}", flush=True)

@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "core/byte_reader.h"
-#include "core/catalog.h"
-#include "core/crc32.h"
-#include "core/key.h"
-#include "core/pack_set.h"
+#include "core/base/byte_reader.h"
+#include "core/base/crc32.h"
+#include "core/base/key.h"
+#include "core/catalog/catalog.h"
+#include "core/read/pack_set.h"
 
 using namespace packfs;
 using Clock = std::chrono::steady_clock;

@@ -1,5 +1,5 @@
 // Measures CRC-32 throughput of zlib and libdeflate on one core, warm buffers, to justify the
-// choice behind core/crc32.cc. Usage: crc32_bench [MiB per pass] [passes]
+// choice behind core/base/crc32.cc. Usage: crc32_bench [MiB per pass] [passes]
 #include <libdeflate.h>
 #include <zlib.h>
 

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "core/recent_errors.h"
+#include "core/base/recent_errors.h"
 
 namespace packfs {
 namespace {

@@ -14,8 +14,8 @@
 #include <mutex>
 #include <string>
 
-#include "core/status.h"
-#include "core/unique_fd.h"
+#include "core/base/status.h"
+#include "core/base/unique_fd.h"
 
 namespace packfs {
 

@@ -16,8 +16,8 @@
 #include <atomic>
 #include <functional>
 
-#include "core/filesystem.h"
-#include "core/status.h"
+#include "core/base/status.h"
+#include "core/read/filesystem.h"
 #include "fuse/logger.h"
 #include "fuse/push.h"
 #include "fuse/read_buffers.h"

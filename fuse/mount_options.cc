@@ -4,7 +4,7 @@
 #include <charconv>
 #include <string>
 
-#include "core/byte_size.h"
+#include "core/base/byte_size.h"
 
 namespace packfs {
 namespace {

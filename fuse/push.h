@@ -25,7 +25,7 @@
 // are evicted before their turn and read again through requests, so the push cost a pread and a
 // copy for nothing (measured: an epoch of 528 MiB in a 179 MiB memory cgroup pushed 0.79 files
 // per file read and 0.76 came back as READs; pushing made it 25% slower than -o nopush). Two
-// signals pause pushing (core/payoff.h): here, pushed files whose READ comes anyway (or whose
+// signals pause pushing (core/read/payoff.h): here, pushed files whose READ comes anyway (or whose
 // inode is forgotten with the pages); in Filesystem::ReadThrough, the shard bytes of the window
 // read 128 windows before found evicted by reclaim. The second comes early enough to matter: an
 // epoch after a scan pushes most of a set within its first tenth of reads, long before the
@@ -58,9 +58,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/filesystem.h"
-#include "core/payoff.h"
-#include "core/stats.h"
+#include "core/base/stats.h"
+#include "core/read/filesystem.h"
+#include "core/read/payoff.h"
 
 namespace packfs {
 

@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "core/filesystem.h"
+#include "core/read/filesystem.h"
 #include "fuse/logger.h"
 #include "fuse/lowlevel_ops.h"
 #include "fuse/uring_transport.h"

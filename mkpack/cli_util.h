@@ -8,10 +8,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "core/pack_set.h"
-#include "core/remote_pack_set.h"
-#include "core/url.h"
-#include "core/status.h"
+#include "core/base/status.h"
+#include "core/read/pack_set.h"
+#include "core/remote/remote_pack_set.h"
+#include "core/remote/url.h"
 
 namespace packfs::mkpack {
 

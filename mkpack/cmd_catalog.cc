@@ -5,11 +5,11 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "core/json.h"
-#include "core/pack_set.h"
-#include "core/remote_catalog.h"
-#include "core/remote_maintenance.h"
-#include "core/url.h"
+#include "core/base/json.h"
+#include "core/read/pack_set.h"
+#include "core/remote/remote_catalog.h"
+#include "core/remote/remote_maintenance.h"
+#include "core/remote/url.h"
 #include "mkpack/cli_util.h"
 #include "mkpack/commands.h"
 

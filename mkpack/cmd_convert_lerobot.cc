@@ -4,7 +4,8 @@
 // stored at its v2.1 path, the cameras of one episode in one shard; DST/video_index.json maps
 // every episode and camera to its blob reference, time range and frame count. In the v2.1
 // layout (the default) DST is the v2.1 dataset `packfs --lerobot-view v2.1` shows: the generated
-// v2.1 meta/ files and data/chunk-XXX/episode_XXXXXX.parquet files (core/lerobot_v21_view.h) as
+// v2.1 meta/ files and data/chunk-XXX/episode_XXXXXX.parquet files
+// (core/lerobot/lerobot_v21_view.h) as
 // real members, and meta/, data/ and the other v3 files copied under v3/; in the v3 layout they
 // are copied in place and meta/episodes.jsonl is added. v2.x sources (one MP4 per episode
 // already) are packed unchanged. A v3 dataset missing source MP4s is refused, listing every one,
@@ -24,13 +25,13 @@
 #include <tuple>
 #include <vector>
 
-#include "core/json.h"
-#include "core/key.h"
-#include "core/lerobot_v21_view.h"
-#include "core/lerobot_view.h"
-#include "core/loose_dir.h"
-#include "core/pack_set.h"
-#include "core/pack_writer.h"
+#include "core/base/json.h"
+#include "core/base/key.h"
+#include "core/lerobot/lerobot_v21_view.h"
+#include "core/lerobot/lerobot_view.h"
+#include "core/pack/pack_writer.h"
+#include "core/read/loose_dir.h"
+#include "core/read/pack_set.h"
 #include "mkpack/commands.h"
 #include "mkpack/pack_cli.h"
 

@@ -11,10 +11,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "core/key.h"
-#include "core/pack_set.h"
-#include "core/pack_writer.h"
-#include "core/tar_reader.h"
+#include "core/base/key.h"
+#include "core/format/tar_reader.h"
+#include "core/pack/pack_writer.h"
+#include "core/read/pack_set.h"
 #include "mkpack/commands.h"
 #include "mkpack/pack_cli.h"
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "core/json.h"
+#include "core/base/json.h"
 #include "mkpack/cli_util.h"
 #include "mkpack/commands.h"
 

@@ -13,10 +13,10 @@
 #include <sstream>
 #include <unordered_set>
 
-#include "core/file_walk.h"
-#include "core/key.h"
-#include "core/pack_set.h"
-#include "core/pack_writer.h"
+#include "core/base/key.h"
+#include "core/pack/file_walk.h"
+#include "core/pack/pack_writer.h"
+#include "core/read/pack_set.h"
 #include "mkpack/commands.h"
 #include "mkpack/interrupt.h"
 #include "mkpack/pack_cli.h"

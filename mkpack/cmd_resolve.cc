@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <map>
 
-#include "core/json.h"
-#include "core/key.h"
-#include "core/url.h"
+#include "core/base/json.h"
+#include "core/base/key.h"
+#include "core/remote/url.h"
 #include "mkpack/cli_util.h"
 #include "mkpack/commands.h"
 

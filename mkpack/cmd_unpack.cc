@@ -3,7 +3,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "core/unpack.h"
+#include "core/read/unpack.h"
 #include "mkpack/cli_util.h"
 #include "mkpack/commands.h"
 

@@ -1,12 +1,12 @@
-// `mkpack verify DIR|URL`: checks a pack set end to end, local or remote (see core/verify.h,
-// core/remote_maintenance.h).
+// `mkpack verify DIR|URL`: checks a pack set end to end, local or remote (see core/read/verify.h,
+// core/remote/remote_maintenance.h).
 #include <chrono>
 #include <cstdio>
 
-#include "core/json.h"
-#include "core/remote_maintenance.h"
-#include "core/url.h"
-#include "core/verify.h"
+#include "core/base/json.h"
+#include "core/read/verify.h"
+#include "core/remote/remote_maintenance.h"
+#include "core/remote/url.h"
 #include "mkpack/cli_util.h"
 #include "mkpack/commands.h"
 

@@ -9,9 +9,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "core/byte_size.h"
-#include "core/pack_writer.h"
-#include "core/status.h"
+#include "core/base/byte_size.h"
+#include "core/base/status.h"
+#include "core/pack/pack_writer.h"
 
 namespace packfs::mkpack {
 

@@ -6,7 +6,8 @@
 //   node make-fixtures.mjs OUT_DIR     (OUT_DIR: tests/fixtures/parquet)
 //
 // Every file holds the same LeRobot-like frame table of ROWS rows whose values are a function of
-// the row number, recomputed by tests/parquet_reader_test.cc (keep the two in step). After writing,
+// the row number, recomputed by tests/unit/lerobot/parquet_reader_test.cc (keep the two in step).
+// After writing,
 // each file is read back with hyparquet (a third implementation) and compared with the values
 // meant, and its pages are walked (`node parquet.mjs pages`) to check that the writer really used
 // the page type, codec and encodings asked for: a writer may quietly fall back to another.

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/catalog.h"
+#include "core/catalog/catalog.h"
 
 namespace {
 

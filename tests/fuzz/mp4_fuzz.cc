@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <vector>
 
-#include "core/mp4_movie.h"
-#include "core/mp4_slice.h"
-#include "core/mp4_slice_source.h"
+#include "core/lerobot/mp4_movie.h"
+#include "core/lerobot/mp4_slice.h"
+#include "core/lerobot/mp4_slice_source.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto base = std::make_shared<packfs::MemoryShardSource>("fuzz.mp4",

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "core/lerobot_meta.h"
-#include "core/parquet_reader.h"
-#include "core/shard_source.h"
+#include "core/base/shard_source.h"
+#include "core/lerobot/lerobot_meta.h"
+#include "core/lerobot/parquet_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   packfs::MemoryShardSource src("fuzz.parquet", std::vector<uint8_t>(data, data + size));

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "core/parquet_reader.h"
-#include "core/parquet_writer.h"
-#include "core/shard_source.h"
+#include "core/base/shard_source.h"
+#include "core/lerobot/parquet_reader.h"
+#include "core/lerobot/parquet_writer.h"
 
 namespace {
 

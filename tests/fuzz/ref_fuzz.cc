@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/key.h"
+#include "core/base/key.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view s(reinterpret_cast<const char*>(data), size);

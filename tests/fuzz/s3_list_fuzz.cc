@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/s3.h"
+#include "core/remote/s3.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string xml(reinterpret_cast<const char*>(data), size);

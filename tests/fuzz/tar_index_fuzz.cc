@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <vector>
 
-#include "core/shard_source.h"
-#include "core/tar_reader.h"
+#include "core/base/shard_source.h"
+#include "core/format/tar_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   packfs::MemoryShardSource src("fuzz.tar", std::vector<uint8_t>(data, data + size));

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/shard_source.h"
-#include "core/verify.h"
-#include "core/zip_reader.h"
+#include "core/base/shard_source.h"
+#include "core/format/zip_reader.h"
+#include "core/read/verify.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   packfs::MemoryShardSource src("fuzz.zip", std::vector<uint8_t>(data, data + size));

@@ -1,9 +1,9 @@
 // Hand-built zip archives for reader tests (see zip_builder.h).
 #include "tests/support/zip_builder.h"
 
-#include "core/byte_reader.h"
-#include "core/crc32.h"
-#include "core/zip_format.h"
+#include "core/base/byte_reader.h"
+#include "core/base/crc32.h"
+#include "core/format/zip_format.h"
 
 namespace packfs::testing {
 namespace {

@@ -1,0 +1,107 @@
+// ShardSource: the one way packfs reads shard bytes — a size and a positional ReadAt.
+// Implementations must be safe for concurrent use from many threads (no shared cursor), so the
+// FUSE layer can serve reads from any worker. Local files (FileShardSource), in-memory buffers
+// (MemoryShardSource), HTTP/S3 objects (RemoteShardSource), synthesized episode videos
+// (Mp4SliceSource) and windows of other sources plug in here without touching callers.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/base/status.h"
+#include "core/base/unique_fd.h"
+
+namespace packfs {
+
+class ShardSource {
+ public:
+  virtual ~ShardSource() = default;
+
+  // Name used in messages: the shard path relative to the dataset root (e.g. "media/pack-0003.zip").
+  virtual const std::string& name() const = 0;
+  // Size in bytes, fixed for the life of the source.
+  virtual uint64_t size() const = 0;
+  // Reads min(buf.size(), size() - offset) bytes at `offset` into buf and returns how many were
+  // read; fewer than asked only at end of source. Thread-safe.
+  virtual Result<size_t> ReadAt(uint64_t offset, std::span<uint8_t> buf) const = 0;
+  // ReadAt for a read that belongs to one member whose bytes (local header included) are
+  // [member_begin, member_end) of this source; offset and buf lie within them. Lets a remote
+  // source fetch a small member whole and detect sequential reads of a large one. The default
+  // ignores the member and calls ReadAt. Thread-safe.
+  virtual Result<size_t> ReadMemberAt(uint64_t member_begin, uint64_t member_end, uint64_t offset,
+                                      std::span<uint8_t> buf) const {
+    (void)member_begin;
+    (void)member_end;
+    return ReadAt(offset, buf);
+  }
+  // A file descriptor whose bytes at the same offsets are this source's (for zero-copy replies),
+  // or -1 when the bytes are synthesized or remote.
+  virtual int fd() const { return -1; }
+  // Where bytes [offset, offset + length) of this source lie, when they lie contiguously in a
+  // file-backed source: that source (fd() >= 0, kept open while the lease is held) and the offset
+  // in it. nullopt when they do not (synthesized bytes, a range straddling pieces). Lets a source
+  // made of pieces of files (a sliced MP4) still be served zero-copy. Thread-safe.
+  virtual Result<std::optional<std::pair<std::shared_ptr<const ShardSource>, uint64_t>>> MapToFile(
+      uint64_t offset, uint64_t length) const;
+};
+
+// A shard opened for reading; keeps its fd (or connection state) alive while held.
+using ShardLease = std::shared_ptr<const ShardSource>;
+
+// Reads exactly buf.size() bytes at offset or fails with a Corruption status naming `what`
+// ("truncated: <shard> ends at N, <what> needs bytes up to M").
+Status ReadExactly(const ShardSource& src, uint64_t offset, std::span<uint8_t> buf,
+                   const char* what);
+
+// Size and modification time of a local file (nanoseconds since the epoch).
+struct FileStat {
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+};
+Result<FileStat> StatFile(const std::string& path);
+
+// A local file read with pread(2). Holds one O_RDONLY fd for its lifetime.
+class FileShardSource final : public ShardSource {
+ public:
+  // Opens `path`; `display_name` is what messages call it.
+  static Result<std::unique_ptr<FileShardSource>> Open(const std::string& path,
+                                                       std::string display_name);
+
+  const std::string& name() const override { return name_; }
+  uint64_t size() const override { return stat_.size; }
+  Result<size_t> ReadAt(uint64_t offset, std::span<uint8_t> buf) const override;
+
+  const FileStat& stat() const { return stat_; }
+  int fd() const override { return fd_.get(); }
+
+ private:
+  FileShardSource(UniqueFd fd, std::string name, FileStat st)
+      : fd_(std::move(fd)), name_(std::move(name)), stat_(st) {}
+
+  UniqueFd fd_;
+  std::string name_;
+  FileStat stat_;
+};
+
+// An immutable in-memory shard (tests, synthesized content).
+class MemoryShardSource final : public ShardSource {
+ public:
+  MemoryShardSource(std::string name, std::vector<uint8_t> bytes)
+      : name_(std::move(name)), bytes_(std::move(bytes)) {}
+
+  const std::string& name() const override { return name_; }
+  uint64_t size() const override { return bytes_.size(); }
+  Result<size_t> ReadAt(uint64_t offset, std::span<uint8_t> buf) const override;
+
+ private:
+  std::string name_;
+  std::vector<uint8_t> bytes_;
+};
+
+}  // namespace packfs

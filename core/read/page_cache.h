@@ -1,0 +1,22 @@
+// PageCacheState: what the kernel's page cache holds of a byte range of a file (cachestat(2),
+// Linux 6.5+): pages cached, and pages evicted by memory reclaim since they were last cached.
+// packfs asks it to learn whether bytes it hinted into the cache ahead of their read were still
+// there at the read (core/read/payoff.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace packfs {
+
+struct PageCacheState {
+  uint64_t cached = 0;   // pages of the range in the page cache
+  uint64_t evicted = 0;  // pages of the range evicted by reclaim (their shadow entries remain)
+};
+
+// The state of the whole pages within [offset, offset + length) of `fd`; nullopt when the kernel
+// has no cachestat (older than 6.5, or a seccomp filter refuses it) or the range holds no whole
+// page.
+std::optional<PageCacheState> CacheStateOf(int fd, uint64_t offset, uint64_t length);
+
+}  // namespace packfs

@@ -1,0 +1,484 @@
+// RemoteReader: whole small members, blocks with sequential read-ahead, memory and disk caches
+// (see remote_reader.h).
+#include "core/remote/remote_reader.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace packfs {
+namespace {
+
+// Separate key spaces: a whole member and a block may start at the same offset.
+std::string MemberKey(const RangeFetcher& o) { return o.cache_key() + "\nmember"; }
+std::string BlockKey(const RangeFetcher& o) { return o.cache_key() + "\nblock"; }
+
+// The memory cache's share of the bound: all but a reserve for what else reading costs (FUSE
+// workers' reply buffers, connections, allocator slack: about 5 MiB measured with 8 workers
+// reading small members), so the daemon's memory past a local mount's stays within --cache-size.
+uint64_t CacheCapacity(const RemoteReaderOptions& o) {
+  const uint64_t reserve = std::min(o.memory_bytes / 8, uint64_t{8} << 20);
+  return std::max(4 * o.block_size, o.memory_bytes - reserve);
+}
+
+// Per-object state maps (sequential streams, walks) hold at most 4096 entries: a new one
+// replaces the one used least recently (entries carry last_use).
+template <typename Map>
+void EraseLeastRecentWhenFull(Map& map) {
+  if (map.size() < 4096) return;
+  auto oldest = map.begin();
+  for (auto e = map.begin(); e != map.end(); ++e) {
+    if (e->second.last_use < oldest->second.last_use) oldest = e;
+  }
+  map.erase(oldest);
+}
+
+}  // namespace
+
+Result<std::shared_ptr<RemoteReader>> RemoteReader::Create(const RemoteReaderOptions& options) {
+  if (options.block_size == 0 || options.block_size % 4096 != 0) {
+    return Status::InvalidArgument("remote read block size must be a positive multiple of 4 KiB");
+  }
+  if (options.memory_bytes < 4 * options.block_size) {
+    return Status::InvalidArgument("--cache-size must be at least " +
+                                   std::to_string(4 * options.block_size / 1024) + " KiB");
+  }
+  std::shared_ptr<RemoteReader> reader(new RemoteReader(options));
+  if (!options.disk_dir.empty()) {
+    PACKFS_ASSIGN_OR_RETURN(reader->disk_, DiskCache::Open(options.disk_dir, options.disk_bytes));
+  }
+  const int threads = std::max(options.prefetch_threads, 1);
+  for (int i = 0; i < threads; ++i) reader->workers_.emplace_back([r = reader.get()] { r->Worker(); });
+  return reader;
+}
+
+RemoteReader::RemoteReader(const RemoteReaderOptions& options)
+    : options_(options),
+      // An eighth of the cache for reusable part mappings, at most 32 MiB (see BlockCache): a
+      // sequential read's parts are an eighth of its window, so a few of them fit.
+      memory_(CacheCapacity(options),
+              std::min<uint64_t>(CacheCapacity(options) / 8, uint64_t{32} << 20)) {
+  // Read-ahead claims at most half the memory cache, shared by the sequential readers of the
+  // moment (see Window): with drop-behind (see Read) a reader holds about its window, and the
+  // rest stays for other readers and the spares.
+  options_.max_window = std::max(options_.block_size,
+                                 std::min(options_.max_window, memory_.capacity() / 2));
+  options_.min_window = std::min(options_.min_window, options_.max_window);
+  options_.max_part = std::max(options_.block_size, std::min(options_.max_part,
+                                                             options_.max_window));
+  // A whole member is one extent: keep it well under the bound too.
+  options_.whole_member_limit = std::min(options_.whole_member_limit, memory_.capacity() / 4);
+}
+
+RemoteReader::~RemoteReader() {
+  std::deque<Job> left;
+  {
+    std::lock_guard<std::mutex> lock(jobs_mu_);
+    stopping_ = true;
+    left.swap(jobs_);
+  }
+  jobs_cv_.notify_all();
+  for (auto& t : workers_) t.join();
+  for (Job& job : left) {
+    for (Claim& c : job.claims) memory_.Fail(c.slot, Status::IOError("unmounting"));
+  }
+}
+
+void RemoteReader::Enqueue(Job job) {
+  {
+    std::lock_guard<std::mutex> lock(jobs_mu_);
+    jobs_.push_back(std::move(job));
+  }
+  jobs_cv_.notify_one();
+}
+
+void RemoteReader::Worker() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lock(jobs_mu_);
+      jobs_cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      if (stopping_) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    // Errors reach the readers waiting for these blocks; nobody else needs them.
+    (void)FetchBlocks(*job.object, job.claims, true);
+  }
+}
+
+Result<RemoteReader::Bytes> RemoteReader::GetMember(
+    const std::shared_ptr<const RangeFetcher>& object, uint64_t begin, uint64_t length) {
+  const std::string key = MemberKey(*object);
+  BlockCache::Lookup found = memory_.Acquire(key, begin, length);
+  if (found.hit) {
+    ++memory_hits_;
+    return found.hit;
+  }
+  if (!found.owner) {
+    ++memory_hits_;
+    return memory_.Wait(found.slot);
+  }
+  ++misses_;
+  Result<std::shared_ptr<BlockCache::Buffer>> buf = memory_.Allocate(length, {found.slot});
+  if (!buf.ok()) {
+    memory_.Fail(found.slot, buf.status());
+    return buf.status();
+  }
+  ++requests_;
+  Status st = object->Fetch(begin, std::span<uint8_t>((*buf)->data(), length));
+  if (!st.ok()) {
+    memory_.Fail(found.slot, st);
+    return st;
+  }
+  bytes_fetched_ += length;
+  Bytes shared = BlockCache::Slice(*buf, 0, length);
+  if (disk_ && object->persistent()) disk_->Put(object->cache_key(), begin, *shared);
+  memory_.Fulfill(found.slot, shared);
+  return shared;
+}
+
+Status RemoteReader::FetchBlocks(const RangeFetcher& object, const std::vector<Claim>& claims,
+                                 bool prefetch) {
+  const uint64_t bs = options_.block_size;
+  const uint64_t size = object.size();
+  auto block_len = [&](uint64_t b) { return std::min(bs, size - b * bs); };
+  std::vector<Claim> missing;
+  for (const Claim& c : claims) {
+    if (disk_ && object.persistent()) {
+      // Read-ahead claims (or a read the disk covered only in part): these copy into memory.
+      std::optional<std::vector<uint8_t>> bytes =
+          disk_->Get(object.cache_key(), c.block * bs, block_len(c.block));
+      if (bytes) {
+        ++disk_hits_;
+        memory_.Fulfill(c.slot, std::make_shared<const std::vector<uint8_t>>(std::move(*bytes)));
+        continue;
+      }
+    }
+    missing.push_back(c);
+  }
+  Status first_error;
+  for (size_t i = 0; i < missing.size();) {
+    size_t j = i + 1;
+    while (j < missing.size() && missing[j].block == missing[j - 1].block + 1) ++j;
+    const uint64_t start = missing[i].block * bs;
+    const uint64_t end = std::min(size, missing[j - 1].block * bs + bs);
+    // One buffer for the run; its blocks are slices of it (no copy), and it counts against
+    // the memory bound from now until its last block leaves the cache.
+    std::vector<std::shared_ptr<BlockCache::Slot>> slots;
+    for (size_t k = i; k < j; ++k) slots.push_back(missing[k].slot);
+    Result<std::shared_ptr<BlockCache::Buffer>> buf = memory_.Allocate(end - start, slots);
+    Status st = buf.status();
+    // Blocks are handed out as their bytes arrive, in order: a reader waiting at the front of a
+    // run of read-ahead gets it a round trip plus one block after the request, not the whole run.
+    size_t next = i;
+    std::vector<Bytes> done;
+    auto hand_out = [&](size_t ready) {
+      for (; next < j; ++next) {
+        const uint64_t off = missing[next].block * bs - start;
+        const uint64_t len = block_len(missing[next].block);
+        if (off + len > ready) break;
+        Bytes bytes = BlockCache::Slice(*buf, off, len);
+        done.push_back(bytes);
+        memory_.Fulfill(missing[next].slot, std::move(bytes));
+      }
+    };
+    if (st.ok()) {
+      ++requests_;
+      st = object.Fetch(start, std::span<uint8_t>((*buf)->data(), end - start), hand_out);
+    }
+    if (st.ok()) {
+      bytes_fetched_ += end - start;
+      if (prefetch) prefetched_bytes_ += end - start;
+      hand_out(end - start);
+    }
+    for (; next < j; ++next) memory_.Fail(missing[next].slot, st);
+    if (disk_ && object.persistent()) {
+      for (const Bytes& bytes : done) {
+        disk_->Put(object.cache_key(), start + static_cast<uint64_t>(bytes->data() - (*buf)->data()),
+                   *bytes);
+      }
+    }
+    if (!st.ok() && first_error.ok()) first_error = st;
+    i = j;
+  }
+  return first_error;
+}
+
+uint64_t RemoteReader::Slack() const {
+  // FUSE workers deliver a sequential reader's 128 KiB pieces slightly out of order: a read
+  // within this distance of where the last ended still continues the stream.
+  if (options_.sequential_slack != 0) return options_.sequential_slack;
+  return std::max<uint64_t>(uint64_t{1} << 20, 4 * options_.block_size);
+}
+
+uint64_t RemoteReader::DropDistance() const {
+  // Reads of one sequential reader arrive out of order by a few 128 KiB pieces at most (dd and
+  // the bench's 1 MiB reads: no block fetched twice over 256 MiB).
+  const uint64_t bs = options_.block_size;
+  return std::max<uint64_t>(2, ((512 << 10) + bs - 1) / bs) * bs;
+}
+
+uint64_t RemoteReader::WindowCapLocked(uint64_t streams) const {
+  // Each sequential reader holds its window ahead and DropDistance() behind; together they
+  // stay within the read-ahead budget (windows that outgrow it would evict each other's
+  // read-ahead before it is read, and fetch it again).
+  const uint64_t share = options_.max_window / std::max<uint64_t>(1, streams);
+  return std::max(options_.block_size, share > DropDistance() ? share - DropDistance() : 0);
+}
+
+uint64_t RemoteReader::Window(const std::string& key, uint64_t begin, uint64_t offset, size_t n) {
+  const uint64_t slack = Slack();
+  std::string skey = key;
+  skey += '\n';
+  skey += std::to_string(begin);
+  std::lock_guard<std::mutex> lock(streams_mu_);
+  auto it = streams_.find(skey);
+  if (it == streams_.end()) {
+    EraseLeastRecentWhenFull(streams_);
+    Stream s;
+    // A first read at the member's start is taken as the start of a sequential read.
+    s.window = offset - begin <= 2 * options_.block_size && options_.sequential_before_window == 0
+                   ? std::min(options_.min_window, WindowCapLocked(active_streams_ + 1))
+                   : 0;
+    s.next = offset + n;
+    s.run = n;
+    s.last_use = ++stream_clock_;
+    s.last_time = std::chrono::steady_clock::now();
+    streams_.emplace(std::move(skey), s);
+    counted_at_ = {};  // recount the active streams at the next read
+    return s.window;
+  }
+  Stream& s = it->second;
+  s.last_use = ++stream_clock_;
+  const auto now = std::chrono::steady_clock::now();
+  s.last_time = now;
+  if (now - counted_at_ > std::chrono::milliseconds(100)) {
+    counted_at_ = now;
+    active_streams_ = 0;
+    for (const auto& [k, st] : streams_) {
+      active_streams_ += st.window > 0 && now - st.last_time < std::chrono::seconds(1);
+    }
+  }
+  const uint64_t cap = WindowCapLocked(active_streams_);
+  if (offset + slack >= s.next && offset <= s.next + slack) {
+    s.run += n;
+    if (s.run < options_.sequential_before_window) {
+      s.window = 0;
+    } else {
+      s.window = s.window == 0 ? std::min(options_.min_window, cap) : std::min(2 * s.window, cap);
+    }
+    s.next = std::max(s.next, offset + n);
+  } else {
+    s.window = 0;
+    s.next = offset + n;
+    s.run = n;
+  }
+  return s.window;
+}
+
+bool RemoteReader::Walking(const std::string& key, uint64_t begin, uint64_t end) {
+  // A neighbour starts where a recently read member ended, or ends where one began (a tar member
+  // and the padding before the next: within 4 KiB). Readers in several threads hand members over
+  // out of order, and one may be late by the time of a few others, so any of the last 16 members
+  // counts, on either side. A walk is a neighbour after at least two others among the last 16:
+  // random reads are neighbours of a recent member rarely, and three times in sixteen almost never.
+  // Once walking, the stretch walked so far is remembered (see `behind`).
+  constexpr uint64_t kGap = 4096;
+  std::lock_guard<std::mutex> lock(streams_mu_);
+  auto it = walks_.find(key);
+  if (it == walks_.end()) {
+    EraseLeastRecentWhenFull(walks_);
+    it = walks_.emplace(key, Walk{}).first;
+  }
+  Walk& w = it->second;
+  w.last_use = ++stream_clock_;
+  bool adjacent = false;
+  size_t neighbours = 0;
+  for (size_t i = 0; i < w.recent_n; ++i) {
+    const Walk::Member& m = w.recent[i];
+    if (m.begin == begin) return m.walked;
+    adjacent = adjacent || (begin >= m.end && begin <= m.end + kGap) ||
+               (m.begin >= end && m.begin <= end + kGap);
+    neighbours += m.neighbour;
+  }
+  // A member inside the stretch a walk has read (a reader that fell behind the others by more
+  // than 16 members), or a little ahead of it (one that got ahead of the readers of the members
+  // before it), belongs to it too: its blocks were fetched, or are being read ahead. Once more
+  // than 16 members in a row were nobody's neighbour, the walk has ended and its stretch is
+  // forgotten: later random reads inside it must not each read ahead 4 MiB.
+  w.strays = adjacent ? 0 : w.strays + 1;
+  if (w.strays > Walk::kRecent) w.walk_begin = w.walk_end = 0;
+  const bool behind = w.walk_end > w.walk_begin && begin + kGap >= w.walk_begin &&
+                      begin <= w.walk_end + Slack();
+  const bool walked = behind || (adjacent && neighbours >= 2);
+  if (walked && !behind) {
+    w.walk_begin = begin;  // a walk (re)starts here
+    w.walk_end = end;
+  } else if (walked) {
+    w.walk_begin = std::min(w.walk_begin, begin);
+    w.walk_end = std::max(w.walk_end, end);
+  }
+  w.recent[w.recent_at] = Walk::Member{begin, end, adjacent, walked};
+  w.recent_at = (w.recent_at + 1) % Walk::kRecent;
+  w.recent_n = std::min(w.recent_n + 1, Walk::kRecent);
+  return walked;
+}
+
+Result<size_t> RemoteReader::Read(const std::shared_ptr<const RangeFetcher>& object,
+                                  uint64_t member_begin, uint64_t member_end, uint64_t offset,
+                                  std::span<uint8_t> buf) {
+  const uint64_t size = object->size();
+  if (offset >= size || buf.empty()) return size_t{0};
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - offset));
+  // Disk hits go straight into the caller's buffer (one pread; the page cache keeps them),
+  // never through the memory cache.
+  if (disk_ && object->persistent() && disk_->Read(object->cache_key(), offset, buf.first(n))) {
+    ++disk_hits_;
+    return n;
+  }
+  const bool member = member_end > member_begin && member_end <= size &&
+                      offset >= member_begin && offset + n <= member_end;
+  const bool small = member && member_end - member_begin <= options_.whole_member_limit;
+  const bool walk = small && options_.walk_window > 0 &&
+                    Walking(object->cache_key(), member_begin, member_end);
+  if (small && !walk) {
+    PACKFS_ASSIGN_OR_RETURN(Bytes bytes,
+                            GetMember(object, member_begin, member_end - member_begin));
+    if (bytes->size() != member_end - member_begin) {
+      return Status::Corruption("remote cache holds a member extent of the wrong size");
+    }
+    std::memcpy(buf.data(), bytes->data() + (offset - member_begin), n);
+    return n;
+  }
+
+  const uint64_t bs = options_.block_size;
+  const std::string key = BlockKey(*object);
+  // A walk reads ahead across members, up to the object's end; a large member within itself.
+  if (walk) ++walk_reads_;
+  const uint64_t window = walk     ? options_.walk_window
+                          : member ? Window(object->cache_key(), member_begin, offset, n)
+                                   : 0;
+  const uint64_t limit = walk ? size : member_end;
+  const uint64_t b0 = offset / bs;
+  const uint64_t b1 = (offset + n - 1) / bs;
+  std::vector<BlockCache::Lookup> found;
+  std::vector<Claim> mine;
+  for (uint64_t b = b0; b <= b1; ++b) {
+    found.push_back(memory_.Acquire(key, b * bs, std::min(bs, size - b * bs)));
+    if (found.back().owner) {
+      ++misses_;
+      mine.push_back(Claim{b, found.back().slot});
+    } else {
+      ++memory_hits_;
+    }
+  }
+  // Read-ahead first, so its requests run while this read waits for its own. The window is
+  // claimed in whole parts of an eighth of it (about eight requests in flight): FUSE hands a
+  // sequential reader's bytes over 128 KiB at a time, and claiming the one block each read
+  // uncovers would make every request one block long — a 20 ms round trip per 256 KiB.
+  if (window > 0) {
+    const uint64_t ahead_end = std::min(limit, offset + n + window);
+    const uint64_t max_pending = memory_.capacity() / 2;
+    const uint64_t part = std::max(std::min(options_.max_part, window / 8),
+                                   std::min(options_.min_window, window / 2));
+    const uint64_t part_blocks = std::max<uint64_t>(1, part / bs);
+    uint64_t frontier = b1 + 1;
+    while (frontier * bs < ahead_end && memory_.Contains(key, frontier * bs)) ++frontier;
+    // Less than a part uncovered: wait for more, unless the member ends there.
+    const bool claim = frontier * bs < ahead_end &&
+                       (ahead_end == limit || ahead_end - frontier * bs >= part);
+    Job job{object, {}};
+    for (uint64_t b = frontier; claim && b * bs < ahead_end; ++b) {
+      if (memory_.Contains(key, b * bs)) continue;
+      if (memory_.pending_bytes() + bs > max_pending) break;
+      BlockCache::Lookup l = memory_.Acquire(key, b * bs, std::min(bs, size - b * bs));
+      if (!l.owner) continue;
+      if (!job.claims.empty() && (job.claims.back().block + 1 != b ||
+                                  job.claims.size() >= part_blocks)) {
+        Enqueue(std::move(job));
+        job = Job{object, {}};
+      }
+      job.claims.push_back(Claim{b, l.slot});
+    }
+    if (!job.claims.empty()) Enqueue(std::move(job));
+  }
+  Status fetched = FetchBlocks(*object, mine, false);
+  if (!fetched.ok()) return fetched;
+  size_t done = 0;
+  for (size_t i = 0; i < found.size(); ++i) {
+    Bytes bytes = found[i].hit;
+    if (!bytes) {
+      PACKFS_ASSIGN_OR_RETURN(bytes, memory_.Wait(found[i].slot));
+    }
+    const uint64_t block_start = (b0 + i) * bs;
+    const uint64_t from = std::max(offset, block_start) - block_start;
+    const uint64_t len = std::min<uint64_t>(n - done, bytes->size() - from);
+    if (from > bytes->size() || bytes->size() != std::min(bs, size - block_start)) {
+      return Status::Corruption("remote cache holds a block of the wrong size");
+    }
+    std::memcpy(buf.data() + done, bytes->data() + from, len);
+    done += len;
+    // A sequential reader is done with a block whose end it read (but for reads arriving out
+    // of order): it goes first when room is needed, before read-ahead not yet read.
+    if (window > 0 && from + len == bytes->size()) memory_.Demote(key, block_start);
+  }
+  // Drop-behind: a sequential reader does not come back for blocks it has passed by more than
+  // DropDistance() (re-reads come from the kernel's page cache). Dropping them returns their
+  // parts to the spares at once, so read-ahead reuses warm memory instead of mapping new pages
+  // (dear here, see BlockCache). The blocks dropped are the ones this read's advance (up to its
+  // own length, and a little more for reads out of order) left behind that distance.
+  // (Not behind a walk: its readers run out of order by whole members, and what they passed
+  // is demoted above, so it goes first anyway.)
+  if (window > 0 && !walk) {
+    const uint64_t behind = DropDistance() / bs;
+    const uint64_t span = behind + (b1 - b0 + 1);
+    const uint64_t hi = b0 > behind ? b0 - behind : 0;
+    const uint64_t lo = std::max(member_begin / bs, hi > span ? hi - span : 0);
+    for (uint64_t b = lo; b < hi; ++b) memory_.Drop(key, b * bs);
+  }
+  return n;
+}
+
+std::shared_ptr<const UniqueFd> RemoteReader::MapCached(const RangeFetcher& object,
+                                                        uint64_t offset, uint64_t length) {
+  if (!disk_ || !object.persistent() || offset + length > object.size()) return nullptr;
+  std::shared_ptr<const UniqueFd> fd = disk_->MapVerified(object.cache_key(), offset, length);
+  if (fd) ++disk_hits_;
+  return fd;
+}
+
+RemoteReaderStats RemoteReader::stats() const {
+  RemoteReaderStats s;
+  s.memory_hits = memory_hits_.load();
+  s.misses = misses_.load();
+  s.requests = requests_.load();
+  s.bytes_fetched = bytes_fetched_.load();
+  s.prefetched_bytes = prefetched_bytes_.load();
+  s.walk_reads = walk_reads_.load();
+  s.disk_hits = disk_hits_.load();
+  s.memory_bytes = memory_.bytes();
+  s.memory_peak = memory_.peak_bytes();
+  if (disk_) {
+    s.disk_bytes = disk_->bytes();
+    s.disk_damaged = disk_->damaged();
+  }
+  return s;
+}
+
+std::string RemoteReader::StatsJson() const {
+  const RemoteReaderStats s = stats();
+  return "\"remote_cache\": {\"memory_hits\": " + std::to_string(s.memory_hits) +
+         ", \"misses\": " + std::to_string(s.misses) +
+         ", \"requests\": " + std::to_string(s.requests) +
+         ", \"bytes_fetched\": " + std::to_string(s.bytes_fetched) +
+         ", \"prefetched_bytes\": " + std::to_string(s.prefetched_bytes) +
+         ", \"walk_reads\": " + std::to_string(s.walk_reads) +
+         ", \"disk_hits\": " + std::to_string(s.disk_hits) +
+         ", \"memory_bytes\": " + std::to_string(s.memory_bytes) +
+         ", \"memory_peak\": " + std::to_string(s.memory_peak) +
+         ", \"memory_limit\": " + std::to_string(options_.memory_bytes) +
+         ", \"disk_bytes\": " + std::to_string(s.disk_bytes) +
+         ", \"disk_damaged\": " + std::to_string(s.disk_damaged) + "}";
+}
+
+}  // namespace packfs

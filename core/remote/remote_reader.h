@@ -1,0 +1,227 @@
+// RemoteReader: how reads of remote shards become requests. Small members are fetched whole on
+// their first read (one request); large members are read in aligned blocks, and a sequential
+// reader gets a read-ahead window that doubles with each read that continues the last one, fetched
+// in parallel parts by background threads; random reads fetch the blocks they touch. Fetched bytes
+// go to a bounded in-memory LRU (BlockCache) and, optionally, a DiskCache that outlives the mount.
+//
+// Small members read in shard order (a directory walk, cp -r, a loader walking its shards) are
+// read as blocks instead, with a read-ahead window that runs across members (walk_window): a
+// member that starts where one of the object's last 16 members read ended (or ends where one
+// began; within 4 KiB), when two others of those 16 were such neighbours too, is served from
+// aligned blocks, and what follows it in the shard is fetched ahead in parts, so a walk costs one
+// request per part, not one per file. Several reader threads hand members over out of order,
+// hence any of the last 16 on either side, and a member inside the stretch the walk has covered
+// or within 1 MiB past it (a reader that fell behind, or got ahead) is part of it too, until more
+// than 16 members in a row were nobody's neighbour. Random reads are almost never neighbours three
+// times in sixteen, so they keep costing exactly one member's bytes.
+//
+// Why these numbers: FUSE hands reads over in 128 KiB pieces, so over a 20 ms round trip a
+// member read one piece per request crawls at ~6 MiB/s; one request for a small member (most
+// dataset files are a few KiB to a few MiB) costs the same round trip as one for 128 KiB. Large
+// members: 256 KiB blocks keep a random read's overfetch small; the window grows 1 MiB, 2, 4 ...
+// up to 64 MiB (or 1/8 of the memory cache), claimed in whole parts of an eighth of it (1 to
+// 8 MiB), so about eight requests are in flight ahead of a sequential reader — mountpoint-s3's
+// prefetcher does the same.
+//
+// Thread-safety: Read is safe for concurrent use. The reader owns its prefetch threads (started
+// by Create, joined by the destructor, which fails what is still queued); jobs hold their
+// RangeFetcher, so a shard source may go away while its prefetch runs. Memory: BlockCache bytes
+// (held, in flight and claimed; a block is a slice of the part it came in, and the part counts
+// until its last block goes) stay within memory_bytes less a reserve; claims for read-ahead stop
+// at half of that.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/base/status.h"
+#include "core/remote/block_cache.h"
+#include "core/remote/disk_cache.h"
+
+namespace packfs {
+
+// One immutable version of a remote object, as the reader fetches it. Thread-safe.
+class RangeFetcher {
+ public:
+  virtual ~RangeFetcher() = default;
+  // Identifies this version (URL and ETag, or URL and a catalog's size and fingerprint of the
+  // shard): equal keys mean equal bytes, also across mounts when persistent().
+  virtual const std::string& cache_key() const = 0;
+  // Whether the key is strong enough for the disk cache (an ETag or a catalog identity).
+  virtual bool persistent() const = 0;
+  virtual uint64_t size() const = 0;
+  // Exactly buf.size() bytes at offset (offset + buf.size() <= size()), or an error naming the
+  // URL and the HTTP status. `progress` (optional) hears how many leading bytes of buf are final
+  // while the transfer goes on (see HttpClient::GetRange).
+  virtual Status Fetch(uint64_t offset, std::span<uint8_t> buf,
+                       const std::function<void(size_t)>& progress = nullptr) const = 0;
+};
+
+struct RemoteReaderOptions {
+  // Memory bound (--cache-size); at least 4 blocks. Cached bytes and parts in flight get all of
+  // it but a reserve of min(1/8, 8 MiB) for the rest of the read path (FUSE worker buffers,
+  // connections), so the daemon as a whole stays within it.
+  uint64_t memory_bytes = uint64_t{512} << 20;
+  // Members up to this size (local header included) are fetched whole on first read.
+  uint64_t whole_member_limit = uint64_t{4} << 20;
+  uint64_t block_size = 256 << 10;
+  uint64_t min_window = uint64_t{1} << 20;
+  uint64_t max_window = uint64_t{64} << 20;
+  uint64_t max_part = uint64_t{8} << 20;
+  // Bytes a large member must have been read in order before read-ahead starts (0: from its
+  // first read at the start). Lets a reader of scattered pages (a catalog read in place) read
+  // ahead for a long scan only.
+  uint64_t sequential_before_window = 0;
+  // How far from where the last read of a member ended a read may start and still continue it
+  // (0: max(1 MiB, 4 blocks), for FUSE workers that deliver a reader's pieces out of order). A
+  // reader that reads in order itself (SQLite) sets it small, so that scattered reads near each
+  // other (shard rows, a directory's pages) do not pass for a scan.
+  uint64_t sequential_slack = 0;
+  // Read-ahead of a walk over small members (see above); 0: every small member is one request.
+  uint64_t walk_window = uint64_t{4} << 20;
+  int prefetch_threads = 8;
+  // On-disk cache (--disk-cache DIR, --disk-cache-size); empty: none.
+  std::string disk_dir;
+  uint64_t disk_bytes = uint64_t{10} << 30;
+};
+
+// Counters since Create (a snapshot).
+struct RemoteReaderStats {
+  uint64_t memory_hits = 0;       // extents found in memory (or being fetched by another read)
+  uint64_t misses = 0;            // extents that were not
+  uint64_t requests = 0;          // GETs issued
+  uint64_t bytes_fetched = 0;     // bytes those GETs brought
+  uint64_t prefetched_bytes = 0;  // of which read ahead in the background
+  uint64_t walk_reads = 0;        // small-member reads served as part of a walk (see above)
+  uint64_t disk_hits = 0;         // reads (and read-ahead blocks) served by the disk cache
+  uint64_t memory_bytes = 0;      // now in the memory cache (held plus claimed)
+  uint64_t memory_peak = 0;       // the most memory_bytes ever was (in-flight parts included)
+  uint64_t disk_bytes = 0;        // now in the disk cache
+  uint64_t disk_damaged = 0;      // disk cache extents found damaged (dropped, refetched)
+};
+
+class RemoteReader {
+ public:
+  // Fails with InvalidArgument on a memory bound under 4 blocks, IOError when the disk cache
+  // directory cannot be created.
+  static Result<std::shared_ptr<RemoteReader>> Create(const RemoteReaderOptions& options);
+  ~RemoteReader();
+  RemoteReader(const RemoteReader&) = delete;
+  RemoteReader& operator=(const RemoteReader&) = delete;
+
+  // Reads min(buf.size(), size - offset) bytes of `object` at offset. When the read belongs to a
+  // member [member_begin, member_end) (member_end > member_begin), the member's size chooses
+  // whole-member or block reads; otherwise (member_end == 0) blocks, without read-ahead.
+  Result<size_t> Read(const std::shared_ptr<const RangeFetcher>& object, uint64_t member_begin,
+                      uint64_t member_end, uint64_t offset, std::span<uint8_t> buf);
+
+  // The disk cache's open file holding `object`'s bytes [offset, offset + length) at their own
+  // offsets, when that range is cached and already verified (counted as a disk hit); else null.
+  // Lets a reply splice cached bytes instead of copying them through this reader.
+  std::shared_ptr<const UniqueFd> MapCached(const RangeFetcher& object, uint64_t offset,
+                                            uint64_t length);
+
+  RemoteReaderStats stats() const;
+  const RemoteReaderOptions& options() const { return options_; }
+  // The disk cache, or null (tests damage its files).
+  DiskCache* disk() const { return disk_.get(); }
+  // The "stats" JSON members of this reader: "\"remote_cache\": {...}".
+  std::string StatsJson() const;
+
+ private:
+  explicit RemoteReader(const RemoteReaderOptions& options);
+  using Bytes = BlockCache::Bytes;
+  struct Claim {
+    uint64_t block;
+    std::shared_ptr<BlockCache::Slot> slot;
+  };
+  Result<Bytes> GetMember(const std::shared_ptr<const RangeFetcher>& object, uint64_t begin,
+                          uint64_t length);
+  // Fetches claimed blocks (ascending; disk first, then one GET per contiguous run of misses);
+  // every claim is fulfilled or failed.
+  Status FetchBlocks(const RangeFetcher& object, const std::vector<Claim>& claims,
+                     bool prefetch);
+  // How far out of order a sequential reader's reads may arrive (see Window).
+  uint64_t Slack() const;
+  // How far behind a sequential reader its blocks are dropped (see Read).
+  uint64_t DropDistance() const;
+  // The largest window of one of `streams` sequential readers (streams_mu_ held).
+  uint64_t WindowCapLocked(uint64_t streams) const;
+  // The read-ahead window for a read of member `begin` at [offset, offset + n), updating the
+  // member's sequential state; 0 for a random read.
+  uint64_t Window(const std::string& key, uint64_t begin, uint64_t offset, size_t n);
+  // Whether the small member [begin, end) of object `key` is read as part of a walk over the
+  // object's members in order (see the top), updating the object's walk state. A member's later
+  // reads (FUSE hands one over in several pieces) get the answer its first read got.
+  bool Walking(const std::string& key, uint64_t begin, uint64_t end);
+  struct Job {
+    std::shared_ptr<const RangeFetcher> object;
+    std::vector<Claim> claims;
+  };
+  void Enqueue(Job job);
+  void Worker();
+
+  RemoteReaderOptions options_;
+  BlockCache memory_;
+  std::unique_ptr<DiskCache> disk_;
+
+  struct Stream {
+    uint64_t next = 0;
+    uint64_t window = 0;
+    uint64_t run = 0;  // bytes read in order so far
+    uint64_t last_use = 0;
+    std::chrono::steady_clock::time_point last_time;
+  };
+  std::mutex streams_mu_;
+  std::unordered_map<std::string, Stream> streams_;
+  uint64_t stream_clock_ = 0;
+  // Sequential streams read within the last second, recounted every 100 ms: they share the
+  // read-ahead budget (half the memory cache).
+  uint64_t active_streams_ = 1;
+  std::chrono::steady_clock::time_point counted_at_;
+
+  // Per object: the last small members read, whether each was a neighbour of one read before it
+  // and the answer each got (guarded by streams_mu_).
+  struct Walk {
+    static constexpr size_t kRecent = 16;
+    struct Member {
+      uint64_t begin = 0, end = 0;
+      bool neighbour = false;
+      bool walked = false;
+    };
+    uint64_t last_use = 0;
+    uint64_t walk_begin = 0, walk_end = 0;  // the stretch of the object the current walk read
+    size_t strays = 0;  // members in a row that were no recent member's neighbour
+    Member recent[kRecent];
+    size_t recent_at = 0;
+    size_t recent_n = 0;
+  };
+  std::unordered_map<std::string, Walk> walks_;
+
+  std::mutex jobs_mu_;
+  std::condition_variable jobs_cv_;
+  std::deque<Job> jobs_;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+
+  std::atomic<uint64_t> memory_hits_{0};
+  std::atomic<uint64_t> misses_{0};
+  std::atomic<uint64_t> requests_{0};
+  std::atomic<uint64_t> bytes_fetched_{0};
+  std::atomic<uint64_t> prefetched_bytes_{0};
+  std::atomic<uint64_t> walk_reads_{0};
+  std::atomic<uint64_t> disk_hits_{0};
+};
+
+}  // namespace packfs

@@ -1,0 +1,390 @@
+// Pushing a read's neighbours into the kernel's page cache (fuse/push.h), through real mounts:
+// after a listing, once a directory is past its first 15%, reading one file brings the files
+// that follow it in the shard, and reading those sends no READ; a pass that reads a sample of a
+// directory pushes nothing; by path (no listing) nothing is pushed; -o nopush turns it off; a
+// neighbour whose bytes fail their CRC-32 is never pushed; a lookup's prefetch takes the shard past
+// the file only once the directory is warm; pushing pauses while pushed files are evicted before
+// their read. Request counts come from
+// user.packfs.stats.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/read/pack_set.h"
+#include "core/read/payoff.h"
+#include "tests/support/mount_util.h"
+#include "tests/support/test_util.h"
+
+namespace packfs {
+namespace {
+
+using testing::Mount;
+using testing::TempDir;
+
+constexpr int kFiles = 80;
+constexpr uint64_t kWindow = 256 * 1024;  // the tests mount with -o push=256K
+// Files of d/ read before pushing starts: 15% of its 80 (Pusher::kPushAfterPercent).
+constexpr int kWarmup = 12;
+const std::vector<std::string> kPush = {"-o", "push=256K"};
+
+std::string Name(int i) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "d/%04d.bin", i);
+  return buf;
+}
+
+nlohmann::json Stats(const std::string& mnt) {
+  std::string v(1 << 16, '\0');
+  ssize_t n = ::getxattr(mnt.c_str(), "user.packfs.stats", v.data(), v.size());
+  EXPECT_GT(n, 0) << mnt;
+  v.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  nlohmann::json j = nlohmann::json::parse(v, nullptr, false);
+  EXPECT_TRUE(j.is_object()) << v;
+  return j;
+}
+
+uint64_t Reads(const std::string& mnt) { return Stats(mnt)["requests"]["read"].get<uint64_t>(); }
+
+// Waits until the push thread has handled every read it was given (its counters settle).
+nlohmann::json SettledPush(const std::string& mnt) {
+  nlohmann::json last;
+  for (int i = 0; i < 100; ++i) {
+    nlohmann::json p = Stats(mnt)["push"];
+    if (i > 0 && p == last) return p;
+    last = p;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return last;
+}
+
+void List(const std::string& dir) {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) n += e.is_regular_file();
+  EXPECT_GT(n, 0u) << dir;
+}
+
+class FusePushTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse here";
+    for (int i = 0; i < kFiles; ++i) {
+      files_.push_back(testing::RandomBytes(4096 + static_cast<size_t>(i * 7919) % 16384, i + 1));
+      testing::WriteFile(tmp_ / ("src/" + Name(i)), files_.back());
+    }
+    testing::WriteFile(tmp_ / "src/e/next-dir.bin", testing::RandomBytes(5000, 999));
+    auto pack = testing::Run({testing::MkpackPath(), "pack", "--no-fsync", tmp_ / "src",
+                              tmp_ / "media"});
+    ASSERT_EQ(pack.exit_code, 0) << pack.err;
+    ASSERT_EQ(::mkdir((tmp_ / "mnt").c_str(), 0755), 0);
+    // Where each member's data lies: the files a read of d/0000.bin pushes are those that end
+    // within kWindow of its first byte.
+    auto ls = testing::Run({testing::MkpackPath(), "ls", "--json", tmp_ / "media"});
+    ASSERT_EQ(ls.exit_code, 0) << ls.err;
+    std::map<std::string, std::pair<uint64_t, uint64_t>> at;
+    std::istringstream in(ls.out);
+    for (std::string line; std::getline(in, line);) {
+      auto m = nlohmann::json::parse(line);
+      at[m["key"]] = {m["offset"].get<uint64_t>(), m["size"].get<uint64_t>()};
+    }
+    at_ = at;
+    const uint64_t start = at[Name(0)].first;
+    for (int i = 1; i < kFiles; ++i) {
+      const auto [off, size] = at[Name(i)];
+      if (off + size - start > kWindow) break;
+      ++in_window_;
+    }
+    ASSERT_GT(in_window_, 3);
+    ASSERT_LT(in_window_ + kWarmup, kFiles - 1);
+  }
+  // Reads the last kWarmup files of d/ (far from d/0000.bin): the directory is then past the
+  // part of it read before pushing starts.
+  void WarmUp(const std::string& mnt) {
+    for (int i = kFiles - kWarmup; i < kFiles; ++i) {
+      EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files_[i]) << Name(i);
+    }
+  }
+
+  TempDir tmp_;
+  std::vector<std::string> files_;
+  int in_window_ = 0;  // files after d/0000.bin within the push window
+  std::map<std::string, std::pair<uint64_t, uint64_t>> at_;  // key -> data offset, size
+};
+
+// The shard's pages in [from, to) that are in the page cache (mincore), after dropping them all
+// first when `drop` is set.
+size_t ResidentPages(const std::string& shard, uint64_t from, uint64_t to, bool drop = false) {
+  const int fd = ::open(shard.c_str(), O_RDONLY);
+  EXPECT_GE(fd, 0) << shard;
+  if (fd < 0) return 0;
+  if (drop) {
+    ::fdatasync(fd);
+    EXPECT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+  }
+  struct stat st;
+  ::fstat(fd, &st);
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  void* map = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  EXPECT_NE(map, MAP_FAILED);
+  if (map == MAP_FAILED) return 0;
+  std::vector<unsigned char> vec((static_cast<size_t>(st.st_size) + page - 1) / page);
+  EXPECT_EQ(::mincore(map, static_cast<size_t>(st.st_size), vec.data()), 0);
+  ::munmap(map, static_cast<size_t>(st.st_size));
+  size_t n = 0;
+  for (uint64_t p = from / page; p < (to + page - 1) / page && p < vec.size(); ++p) n += vec[p] & 1;
+  return n;
+}
+
+TEST_F(FusePushTest, AfterAListingTheFollowersOfAReadComeWithoutRequests) {
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  const std::string mnt = mount.path();
+  List(mnt + "/d");
+  WarmUp(mnt);
+  EXPECT_EQ(SettledPush(mnt)["files"].get<int>(), 0) << "pushed before the directory was warm";
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(0)), files_[0]);
+  nlohmann::json push = SettledPush(mnt);
+  EXPECT_EQ(push["files"].get<int>(), in_window_) << push;
+  EXPECT_EQ(push["unknown_inode"].get<int>(), 0) << push;
+  EXPECT_EQ(push["failed"].get<int>(), 0) << push;
+  const uint64_t reads = Reads(mnt);
+  for (int i = 1; i <= in_window_; ++i) {
+    EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files_[i]) << Name(i);
+  }
+  EXPECT_EQ(Reads(mnt), reads) << "pushed files were read through requests";
+  // The first file past the window is read through a request, and it pushes its own followers.
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(in_window_ + 1)), files_[in_window_ + 1]);
+  EXPECT_EQ(Reads(mnt), reads + 1);
+  EXPECT_GT(SettledPush(mnt)["files"].get<int>(), in_window_);
+  EXPECT_EQ(SettledPush(mnt)["reread"].get<int>(), 0);
+  EXPECT_EQ(SettledPush(mnt)["paused"].get<int>(), 0);
+}
+
+TEST_F(FusePushTest, ASampleOfADirectoryPushesNothing) {
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  const std::string mnt = mount.path();
+  List(mnt + "/d");
+  // A tenth of the directory, spread over it, as a pass over a sample of a data set reads.
+  uint64_t reads = Reads(mnt);
+  for (int i = 3; i < kFiles; i += 10) {
+    EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files_[i]) << Name(i);
+  }
+  EXPECT_EQ(SettledPush(mnt)["files"].get<int>(), 0);
+  EXPECT_GE(Reads(mnt), reads + kFiles / 10);
+}
+
+TEST_F(FusePushTest, ByPathNothingIsPushedAndTheDirectoryBoundaryHolds) {
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  const std::string mnt = mount.path();
+  // No listing: the kernel holds no inode of the neighbours, so none is pushed (or tried).
+  WarmUp(mnt);
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(0)), files_[0]);
+  nlohmann::json push = SettledPush(mnt);
+  EXPECT_EQ(push["files"].get<int>(), 0) << push;
+  EXPECT_EQ(push["unknown_inode"].get<int>(), 0) << push;
+  uint64_t reads = Reads(mnt);
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(1)), files_[1]);
+  EXPECT_EQ(Reads(mnt), reads + 1);
+  // The last file of d/ is followed in the shard by e/'s file, listed or not: never pushed.
+  List(mnt + "/e");
+  List(mnt + "/d");
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(kFiles - 1)), files_[kFiles - 1]);  // cached
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(kFiles - kWarmup - 1)),
+            files_[kFiles - kWarmup - 1]);
+  EXPECT_EQ(SettledPush(mnt)["files"].get<int>(), 0);
+  reads = Reads(mnt);
+  testing::ReadFile(mnt + "/e/next-dir.bin");
+  EXPECT_EQ(Reads(mnt), reads + 1);
+}
+
+TEST_F(FusePushTest, ALookupPrefetchesTheShardPastTheFileOnlyOnceTheDirectoryIsWarm) {
+  // A lookup hints the file's bytes into the page cache; past a directory's first 15% the hint
+  // takes 128 KiB of the shard from the file on (its neighbours, which an epoch reads next), and
+  // before that exactly the file (a sample pass would read the span for nothing).
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  const std::string mnt = mount.path();
+  const std::string shard = tmp_ / "media/pack-0000.zip";
+  // Pages of the shard from the end of file i's page to 64 KiB on (its followers).
+  auto after = [&](int i) {
+    const auto [off, size] = at_[Name(i)];
+    const uint64_t from = (off + size + 4095) / 4096 * 4096 + 4096;
+    return std::make_pair(from, from + (64 << 10));
+  };
+  // Waits up to 2 s for pages of [from, to) to come in; returns how many did.
+  auto resident = [&](std::pair<uint64_t, uint64_t> r) {
+    size_t n = 0;
+    for (int i = 0; i < 40 && n == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      n = ResidentPages(shard, r.first, r.second);
+    }
+    return n;
+  };
+  struct stat st;
+  ResidentPages(shard, 0, 0, /*drop=*/true);
+  ASSERT_EQ(::stat((mnt + "/" + Name(20)).c_str(), &st), 0);
+  // The file itself comes in (the hint works at all) ...
+  const auto [off20, size20] = at_[Name(20)];
+  size_t own = 0;
+  for (int i = 0; i < 40 && own == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    own = ResidentPages(shard, off20, off20 + size20);
+  }
+  EXPECT_GT(own, 0u) << "the lookup did not prefetch the file";
+  // ... and nothing past it while the directory is cold.
+  EXPECT_EQ(resident(after(20)), 0u) << "a cold directory's lookup read past the file";
+  WarmUp(mnt);
+  ResidentPages(shard, 0, 0, /*drop=*/true);
+  ASSERT_EQ(::stat((mnt + "/" + Name(30)).c_str(), &st), 0);
+  EXPECT_GT(resident(after(30)), 0u) << "a warm directory's lookup did not read past the file";
+}
+
+TEST_F(FusePushTest, AShardOnAFuseMountCountsAsNetworkStorage) {
+  // Where the lookup's span is always taken (core/read/filesystem.cc): a FUSE file system (sshfs,
+  // rclone, s3fs) is network storage, the test's own temporary directory is not.
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  EXPECT_TRUE(OnNetworkFilesystem(mount.path()));
+  EXPECT_TRUE(OnNetworkFilesystem(mount.path() + "/d"));
+  EXPECT_FALSE(OnNetworkFilesystem(tmp_ / "media"));
+  EXPECT_FALSE(OnNetworkFilesystem(tmp_ / "no such dir"));
+}
+
+// Drops the page cache of a file of the mount (its pushed pages too), as memory pressure would.
+void Evict(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0) << path;
+  EXPECT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0) << path;
+  ::close(fd);
+}
+
+TEST_F(FusePushTest, PushingPausesWhilePushedFilesAreEvictedBeforeTheirRead) {
+  // 400 files of 3,000 bytes in t/: a 256 KiB push brings about 85 of them.
+  constexpr int kMany = 400, kSize = 3000, kWarm = kMany * 15 / 100;
+  auto name = [](int i) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "t/%04d.bin", i);
+    return std::string(buf);
+  };
+  std::vector<std::string> bytes;
+  for (int i = 0; i < kMany; ++i) {
+    bytes.push_back(testing::RandomBytes(kSize, 5000 + i));
+    testing::WriteFile(tmp_ / ("many/" + name(i)), bytes.back());
+  }
+  auto pack = testing::Run({testing::MkpackPath(), "pack", "--no-fsync", tmp_ / "many",
+                            tmp_ / "many-media"});
+  ASSERT_EQ(pack.exit_code, 0) << pack.err;
+  Mount mount({tmp_ / "many-media"}, tmp_ / "mnt", kPush);
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  const std::string mnt = mount.path();
+  List(mnt + "/t");
+  for (int i = kMany - kWarm; i < kMany; ++i) {
+    ASSERT_EQ(testing::ReadFile(mnt + "/" + name(i)), bytes[i]) << name(i);
+  }
+  // Each round reads a file, which pushes its followers; their pages are then evicted before
+  // the reader gets to them, so each of them comes back as a READ: every push is wasted.
+  int at = 0;
+  int rounds = 0;
+  nlohmann::json push;
+  int pushed_when_paused = -1;
+  while (at < kMany - kWarm) {
+    const int before = SettledPush(mnt)["files"].get<int>();
+    ASSERT_EQ(testing::ReadFile(mnt + "/" + name(at)), bytes[at]) << name(at);
+    push = SettledPush(mnt);
+    const int pushed = push["files"].get<int>() - before;
+    for (int i = at + 1; i < kMany - kWarm; ++i) Evict(mnt + "/" + name(i));
+    const uint64_t reads = Reads(mnt);
+    const int upto = std::min(at + 1 + std::max(pushed, 20), kMany - kWarm);
+    for (int i = at + 1; i < upto; ++i) {
+      ASSERT_EQ(testing::ReadFile(mnt + "/" + name(i)), bytes[i]) << name(i);
+    }
+    EXPECT_EQ(Reads(mnt), reads + static_cast<uint64_t>(upto - at - 1))
+        << "evicted files were not read through requests";
+    push = SettledPush(mnt);
+    if (pushed_when_paused < 0 && push["paused"].get<int>() > 0) {
+      pushed_when_paused = push["files"].get<int>();
+    }
+    at = upto;
+    ++rounds;
+  }
+  // Wasted pushes were seen as such, pushing paused once (a pause is 1,024 reads, far more
+  // than this test makes), and no file was pushed after it.
+  EXPECT_GE(push["reread"].get<int>(), static_cast<int>(Payoff::kJudgeAfter) / 4) << push;
+  EXPECT_EQ(push["paused"].get<int>(), 1) << push;
+  EXPECT_GT(rounds, 2);
+  EXPECT_EQ(push["files"].get<int>(), pushed_when_paused) << push;
+}
+
+TEST_F(FusePushTest, OptionNopushTurnsItOff) {
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt", {"-o", "nopush"});
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  const std::string mnt = mount.path();
+  List(mnt + "/d");
+  WarmUp(mnt);
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(0)), files_[0]);
+  EXPECT_EQ(SettledPush(mnt)["files"].get<int>(), 0);
+  const uint64_t reads = Reads(mnt);
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(1)), files_[1]);
+  EXPECT_EQ(Reads(mnt), reads + 1);
+}
+
+TEST_F(FusePushTest, AFollowerWithBadBytesIsNeverPushed) {
+  // Damage one byte inside d/0002.bin's data, keeping the shard's size and mtime (so neither
+  // the catalog nor the local header notice: only its CRC-32 does).
+  const std::string shard = tmp_ / "media/pack-0000.zip";
+  auto ls = testing::Run({testing::MkpackPath(), "resolve", "--json", tmp_ / "media", Name(2)});
+  ASSERT_EQ(ls.exit_code, 0) << ls.err;
+  auto where = nlohmann::json::parse(ls.out.substr(0, ls.out.find('\n')));
+  const uint64_t off = where["offset"].get<uint64_t>() + 100;
+  struct stat before;
+  ASSERT_EQ(::stat(shard.c_str(), &before), 0);
+  {
+    std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(off));
+    char c = static_cast<char>(f.get());
+    f.seekp(static_cast<std::streamoff>(off));
+    f.put(static_cast<char>(c ^ 0x5a));
+  }
+  const timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, shard.c_str(), times, 0), 0);
+
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  const std::string mnt = mount.path();
+  List(mnt + "/d");
+  WarmUp(mnt);
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(0)), files_[0]);
+  nlohmann::json push = SettledPush(mnt);
+  EXPECT_EQ(push["files"].get<int>(), in_window_ - 1) << push;
+  uint64_t reads = Reads(mnt);
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(1)), files_[1]);
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(3)), files_[3]);
+  EXPECT_EQ(Reads(mnt), reads) << "the good followers were pushed";
+  // The damaged one was left to its own read, which fails its CRC-32 check: EIO.
+  int fd = ::open((mnt + "/" + Name(2)).c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  std::string buf(1 << 16, '\0');
+  errno = 0;
+  EXPECT_EQ(::read(fd, buf.data(), buf.size()), -1);
+  EXPECT_EQ(errno, EIO);
+  ::close(fd);
+  EXPECT_GT(Reads(mnt), reads);
+}
+
+}  // namespace
+}  // namespace packfs

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# hang_report_test: scripts/hang-report.sh --abort frees a reader stuck on a hung packfs. A mount
+# whose server is stopped (SIGSTOP) holds a `cat` of one of its files; the report must list the
+# mount and abort its connection, after which the cat fails instead of waiting forever.
+# Usage: tests/integration/hang_report_test.sh SOURCE_DIR BUILD_DIR   (exit 77: skipped, no root or
+# /dev/fuse)
+set -uo pipefail
+src=$(cd "$1" && pwd) build=$(cd "$2" && pwd)
+if [[ $(id -u) -ne 0 || ! -e /dev/fuse ]] || ! command -v fusermount3 >/dev/null; then
+  echo "SKIP: needs root, /dev/fuse and fusermount3"
+  exit 77
+fi
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+tmp=$(mktemp -d)
+server=
+reader=
+cleanup() {
+  [[ -n $server ]] && { kill -CONT "$server"; kill "$server"; } 2>/dev/null
+  [[ -n $reader ]] && kill -9 "$reader" 2>/dev/null
+  fusermount3 -uz "$tmp/mnt" 2>/dev/null
+  wait 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+mkdir -p "$tmp/src/a" "$tmp/mnt"
+head -c 100000 /dev/urandom > "$tmp/src/a/one.bin"
+head -c 100000 /dev/urandom > "$tmp/src/a/two.bin"
+"$build/mkpack" pack "$tmp/src" "$tmp/pack" > /dev/null || { echo "FAIL: mkpack pack"; exit 1; }
+"$build/packfs" -f "$tmp/pack" "$tmp/mnt" 2> "$tmp/packfs.log" &
+server=$!
+for _ in $(seq 100); do
+  [[ -e "$tmp/mnt/a/one.bin" ]] && break
+  sleep 0.1
+done
+cmp -s "$tmp/src/a/one.bin" "$tmp/mnt/a/one.bin" || { echo "FAIL: the mount does not serve"; exit 1; }
+
+# The server stops answering; a read of a file the kernel has not seen yet waits on it.
+kill -STOP "$server"
+cat "$tmp/mnt/a/two.bin" > /dev/null 2> "$tmp/cat.err" &
+reader=$!
+sleep 1
+kill -0 "$reader" 2>/dev/null || fail "the reader did not wait on the stopped server (a test set-up problem)"
+
+report=$("$src/scripts/hang-report.sh" --abort 2>&1)
+grep -q "fuse.packfs $tmp/mnt" <<<"$report" || fail "the report does not list the mount: $report"
+grep -q "aborting fuse.packfs at $tmp/mnt" <<<"$report" || fail "the report does not abort the mount: $report"
+grep -q "^--- processes" <<<"$report" || fail "the report has no process list"
+
+# Aborted, the reader's request fails at once.
+for _ in $(seq 50); do
+  kill -0 "$reader" 2>/dev/null || break
+  sleep 0.1
+done
+if kill -0 "$reader" 2>/dev/null; then
+  fail "the reader still waits 5 s after the abort"
+else
+  wait "$reader"
+  rc=$?
+  reader=
+  [[ $rc -ne 0 ]] || fail "the reader of an aborted mount succeeded"
+fi
+
+if ((failures > 0)); then
+  echo "$failures failure(s)"
+  exit 1
+fi
+echo "hang_report_test: all passed"
