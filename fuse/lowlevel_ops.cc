@@ -183,41 +183,31 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   });
 }
 
-// A READ that reaches the end of a small file in a local shard: one pread brings the files that
-// follow it too, and those the kernel holds an inode for are pushed into its cache after the
-// reply (fuse/push.h). Returns false, having replied nothing, when the read does not qualify.
-bool ReadAndPush(fuse_req_t req, SessionState& s, fuse_ino_t ino, size_t size, off_t off) {
-  Pusher& pusher = *s.pusher;
-  Pusher::Job job{s.read_buffers.Take(), {}};
-  struct GiveBack {  // the buffer goes back to the pool unless the push thread takes it
-    ReadBuffers& pool;
-    std::vector<uint8_t>& buf;
-    ~GiveBack() {
-      if (buf.capacity()) pool.Give(std::move(buf));
-    }
-  } give_back{s.read_buffers, job.buf};
-  Result<std::optional<std::span<const uint8_t>>> got = s.fs->ReadThrough(
-      ino, static_cast<uint64_t>(off), size, pusher.window(),
-      s.config.zero_copy ? s.config.zero_copy_min : SIZE_MAX,
-      [&pusher](uint64_t dir) {
-        return !pusher.Busy() && pusher.DirReady(dir) && pusher.Pays();
-      },
-      [&pusher](uint64_t i) { return pusher.Wanted(i); }, &job.buf, &job.followers, &job.dir);
-  if (!got.ok()) {
-    ReplyStatus(req, "read", ino, got.status());
-    return true;
+// Sends a READ's answer and counts its bytes: a window of a shard file zero-copy (libfuse
+// splices it into /dev/fuse, or preads it into its buffer, without another copy of ours; the
+// lease keeps the fd open until fuse_reply_data returns), or bytes already read with one write to
+// /dev/fuse (fewer system calls than a splice through a pipe, for small reads), counted before
+// the reply so that the reader's next request sees them.
+void SendReply(fuse_req_t req, const ReadReply& reply, Stats& stats) {
+  if (reply.zero_copy()) {
+    fuse_bufvec bv;
+    std::memset(&bv, 0, sizeof bv);
+    bv.count = 1;
+    bv.buf[0].size = reply.window.length;
+    bv.buf[0].flags = static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
+    bv.buf[0].fd = reply.window.lease->fd();
+    bv.buf[0].pos = static_cast<off_t>(reply.window.shard_offset);
+    if (fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE) == 0) stats.AddBytes(reply.window.length);
+    return;
   }
-  if (!*got) return false;
-  Stats& stats = s.fs->stats();
-  stats.AddBytes((*got)->size());
-  // The file is being read through requests: not one to push. Counted before the reply, so
-  // the reader's next read already sees the count.
-  pusher.Served(ino, job.dir);
-  fuse_reply_buf(req, reinterpret_cast<const char*>((*got)->data()), (*got)->size());
-  if (!job.followers.empty()) pusher.Enqueue(std::move(job));
-  return true;
+  stats.AddBytes(reply.bytes.size());
+  fuse_reply_buf(req, reinterpret_cast<const char*>(reply.bytes.data()), reply.bytes.size());
 }
 
+// One READ, its node resolved once (Filesystem::ServeRead). With pushing on, a read that reaches
+// the end of a small file in a local shard also brings the files that follow it in one pread,
+// and those the kernel holds an inode for are pushed into its cache after the reply
+// (fuse/push.h).
 void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
   Guard(req, "read", [&] {
     SessionState& s = State(req);
@@ -236,44 +226,36 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
       }
     } in_flight{stats, start};
     if (off < 0) return (void)fuse_reply_err(req, EINVAL);
-    if (s.pusher && ReadAndPush(req, s, ino, size, off)) return;
-    Result<ReadExtent> ext = ReadExtent{};
-    if (s.config.zero_copy && size >= s.config.zero_copy_min) {
-      ext = s.fs->PrepareRead(ino, static_cast<uint64_t>(off), size);
-      if (!ext.ok()) return ReplyStatus(req, "read", ino, ext.status());
-      if (ext->length == 0) return (void)fuse_reply_buf(req, nullptr, 0);
-    }
-    // Synthesized files (no fd behind their bytes) and bytes whose CRC-32 is still to be checked
-    // take the copying path below.
-    if (ext->lease && ext->lease->fd() >= 0 && !ext->copy_to_check) {
-      // The reply's data is a window of the shard fd: libfuse splices it into /dev/fuse (or
-      // preads it into its buffer) without another copy of ours. The lease keeps the fd open
-      // until fuse_reply_data returns.
-      fuse_bufvec bv;
-      std::memset(&bv, 0, sizeof bv);
-      bv.count = 1;
-      bv.buf[0].size = ext->length;
-      bv.buf[0].flags = static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
-      bv.buf[0].fd = ext->lease->fd();
-      bv.buf[0].pos = static_cast<off_t>(ext->shard_offset);
-      int rc = fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
-      if (rc == 0) stats.AddBytes(ext->length);
-      return;
-    }
-    // Small reads: one pread into this worker's buffer and one write to /dev/fuse — fewer
-    // system calls than a splice through a pipe, and a member's first read also brings its
-    // local header for the once-per-member check.
-    // The buffer is the session's (shared by the workers, see fuse/read_buffers.h).
-    struct Lease {
+    const size_t zero_copy_min = s.config.zero_copy ? s.config.zero_copy_min : SIZE_MAX;
+    // The buffer of copied bytes is the session's (fuse/read_buffers.h); it goes back to the
+    // pool after the reply unless the push thread takes it with the followers.
+    Pusher::Job job{s.read_buffers.Take(), {}};
+    struct GiveBack {
       ReadBuffers& pool;
-      std::vector<uint8_t> buf;
-      ~Lease() { pool.Give(std::move(buf)); }
-    } scratch{s.read_buffers, s.read_buffers.Take()};
-    Result<std::span<const uint8_t>> got =
-        s.fs->ReadCopy(ino, static_cast<uint64_t>(off), size, &scratch.buf);
+      std::vector<uint8_t>& buf;
+      ~GiveBack() {
+        if (buf.capacity()) pool.Give(std::move(buf));
+      }
+    } give_back{s.read_buffers, job.buf};
+    Result<ReadReply> got = ReadReply{};
+    if (s.pusher) {
+      Pusher& pusher = *s.pusher;
+      got = s.fs->ReadThrough(
+          ino, static_cast<uint64_t>(off), size, pusher.window(), zero_copy_min,
+          [&pusher](uint64_t dir) {
+            return !pusher.Busy() && pusher.DirReady(dir) && pusher.Pays();
+          },
+          [&pusher](uint64_t i) { return pusher.Wanted(i); }, &job.buf, &job.followers,
+          &job.dir);
+    } else {
+      got = s.fs->ServeRead(ino, static_cast<uint64_t>(off), size, zero_copy_min, &job.buf);
+    }
     if (!got.ok()) return ReplyStatus(req, "read", ino, got.status());
-    stats.AddBytes(got->size());
-    fuse_reply_buf(req, reinterpret_cast<const char*>(got->data()), got->size());
+    // A file read through requests is not one to push. Counted before the reply, so the
+    // reader's next read already sees the count.
+    if (s.pusher && !got->zero_copy()) s.pusher->Served(ino, job.dir);
+    SendReply(req, *got, stats);
+    if (!job.followers.empty()) s.pusher->Enqueue(std::move(job));
   });
 }
 

@@ -88,6 +88,7 @@ Result<Node> Filesystem::GetNode(uint64_t ino) const {
 }
 
 Result<Node> Filesystem::GetFile(uint64_t ino) const {
+  if (std::optional<Node> recent = looked_up_.Get(ino)) return std::move(*recent);
   PACKFS_ASSIGN_OR_RETURN(Node node, GetNode(ino));
   if (node.is_dir()) {
     return Status::IOError("'" + QuoteKey(KeyOrId(node)) + "' is a directory", EISDIR);
@@ -141,6 +142,7 @@ Result<std::optional<Attr>> Filesystem::Lookup(uint64_t parent, std::string_view
   // One query on the hot path: only a miss needs to know whether `parent` is a directory.
   PACKFS_ASSIGN_OR_RETURN(std::optional<Node> child, catalog_->Lookup(parent, name));
   if (child) {
+    if (!child->is_dir()) looked_up_.Put(*child);
     Prefetch(*child, prefetch_max, prefetch_span);
     return std::optional<Attr>(MakeAttr(*child));
   }
@@ -213,7 +215,38 @@ Status Filesystem::CrcFailure(const Node& file, const SourceNode& src,
 
 Result<ReadExtent> Filesystem::PrepareRead(uint64_t ino, uint64_t offset, size_t size) const {
   PACKFS_ASSIGN_OR_RETURN(Node file, GetFile(ino));
-  SourceNode src = ToSource(file);
+  return PrepareResolved(file, ToSource(file), offset, size);
+}
+
+Result<ReadReply> Filesystem::ServeRead(uint64_t ino, uint64_t offset, size_t size,
+                                        size_t zero_copy_min,
+                                        std::vector<uint8_t>* scratch) const {
+  PACKFS_ASSIGN_OR_RETURN(Node file, GetFile(ino));
+  return ServeResolved(file, ToSource(file), offset, size, zero_copy_min, scratch);
+}
+
+Result<ReadReply> Filesystem::ServeResolved(const Node& file, const SourceNode& src,
+                                            uint64_t offset, size_t size, size_t zero_copy_min,
+                                            std::vector<uint8_t>* scratch) const {
+  ReadReply reply;
+  if (offset >= file.size || size == 0) return reply;
+  ShardLease open;
+  if (size >= zero_copy_min) {
+    PACKFS_ASSIGN_OR_RETURN(ReadExtent ext, PrepareResolved(file, src, offset, size));
+    if (ext.lease && ext.lease->fd() >= 0 && !ext.copy_to_check) {
+      reply.window = std::move(ext);
+      return reply;
+    }
+    // A shard without a file descriptor (remote, or a synthesized file the range does not map
+    // into), or bytes whose CRC-32 is still to be checked: copied, through the shard just opened.
+    open = std::move(ext.lease);
+  }
+  PACKFS_ASSIGN_OR_RETURN(reply.bytes, CopyChecked(file, src, offset, size, scratch, &open));
+  return reply;
+}
+
+Result<ReadExtent> Filesystem::PrepareResolved(const Node& file, const SourceNode& src,
+                                               uint64_t offset, size_t size) const {
   ReadExtent ext;
   if (offset >= file.size || size == 0) return ext;
   if (ChecksCrc(file)) {
@@ -268,9 +301,11 @@ Result<std::span<const uint8_t>> Filesystem::ReadCopy(uint64_t ino, uint64_t off
 
 Result<std::span<const uint8_t>> Filesystem::CopyChecked(const Node& file, const SourceNode& src,
                                                          uint64_t offset, size_t size,
-                                                         std::vector<uint8_t>* scratch) const {
+                                                         std::vector<uint8_t>* scratch,
+                                                         const ShardLease* open) const {
   PACKFS_RETURN_IF_ERROR(CrcNotBad(file, src));
-  Result<std::span<const uint8_t>> got = src.set->ReadCopy(src.node, offset, size, scratch);
+  Result<std::span<const uint8_t>> got =
+      src.set->ReadCopy(src.node, offset, size, scratch, open);
   if (!got.ok()) {
     return got.status().WithPrefix("reading '" + QuoteKey(KeyOrId(file)) + "' from " +
                                    src.set->ShardRefPath(src.node.shard));
@@ -316,21 +351,17 @@ uint64_t Filesystem::max_ino() const {
   return t.files + t.directories;
 }
 
-Result<std::optional<std::span<const uint8_t>>> Filesystem::ReadThrough(
-    uint64_t ino, uint64_t offset, size_t size, uint64_t window, size_t copy_max,
+Result<ReadReply> Filesystem::ReadThrough(
+    uint64_t ino, uint64_t offset, size_t size, uint64_t window, size_t zero_copy_min,
     const std::function<bool(uint64_t dir)>& in_dir, const std::function<bool(uint64_t)>& want,
     std::vector<uint8_t>* scratch, std::vector<Follower>* followers, uint64_t* dir) const {
-  using Out = std::optional<std::span<const uint8_t>>;
   followers->clear();
   PACKFS_ASSIGN_OR_RETURN(Node file, GetFile(ino));
   *dir = file.parent;
-  if (offset >= file.size || size == 0) return Out(std::span<const uint8_t>());
+  if (offset >= file.size || size == 0) return ReadReply{};
   SourceNode src = ToSource(file);
-  auto copy = [&]() -> Result<Out> {
-    if (size >= copy_max) return Out();
-    PACKFS_ASSIGN_OR_RETURN(std::span<const uint8_t> got,
-                            CopyChecked(file, src, offset, size, scratch));
-    return Out(got);
+  auto copy = [&]() {
+    return ServeResolved(file, src, offset, size, zero_copy_min, scratch);
   };
   if (offset + size < file.size || file.size - offset > window || src.set->raw_members()) {
     return copy();
@@ -384,7 +415,9 @@ Result<std::optional<std::span<const uint8_t>>> Filesystem::ReadThrough(
   for (size_t i = 0; i < data.size(); ++i) {
     if (!data[i].empty()) followers->push_back(Follower{inos[i], data[i]});
   }
-  return Out(*got);
+  ReadReply reply;
+  reply.bytes = *got;
+  return reply;
 }
 
 void Filesystem::Prefetch(const Node& file, uint64_t max_bytes, uint64_t span) const {

@@ -30,6 +30,7 @@
 #include "core/catalog/catalog.h"
 #include "core/read/pack_set.h"
 #include "core/read/payoff.h"
+#include "core/read/recent_nodes.h"
 
 namespace packfs {
 
@@ -75,6 +76,15 @@ struct ReadExtent {
   uint64_t shard_offset = 0;
   size_t length = 0;
   bool copy_to_check = false;
+};
+
+// The answer to one READ: `window` (its lease set, with a file descriptor) when the bytes go out
+// zero-copy from a shard file, else `bytes` (in the caller's scratch buffer). Neither: end of
+// file.
+struct ReadReply {
+  ReadExtent window;
+  std::span<const uint8_t> bytes;
+  bool zero_copy() const { return window.lease != nullptr; }
 };
 
 struct FsTotals {
@@ -143,24 +153,30 @@ class Filesystem {
                                             std::vector<uint8_t>* scratch) const;
   // ReadCopy into `buf`: returns the byte count.
   Result<size_t> Read(uint64_t ino, uint64_t offset, std::span<uint8_t> buf) const;
+  // One READ of file `ino` with its node resolved once (what the mount calls): a read of at
+  // least `zero_copy_min` bytes whose member was checked before, in a shard with a file
+  // descriptor, gets a window (PrepareRead); any other read gets its bytes copied (ReadCopy), a
+  // shard opened for the window reused.
+  Result<ReadReply> ServeRead(uint64_t ino, uint64_t offset, size_t size, size_t zero_copy_min,
+                              std::vector<uint8_t>* scratch) const;
 
   // A read that reaches the end of file `ino`, together with whole files that follow it in its
   // shard: its next siblings (same directory, same shard, in offset order, no gap over 64 KiB)
   // that `want(ino)` accepts, up to `window` bytes from the start of the read, all read with one
   // pread. `followers` gets each one's inode and bytes (checked: local header and CRC-32).
   // A read that does not qualify (does not reach the end, starts more than `window` before it,
-  // or the file is not a member of a local zip/tar shard) is served like ReadCopy, without
-  // followers, when `size` < `copy_max`; otherwise nullopt: the caller uses PrepareRead. `want`
-  // is called for candidate inodes in increasing order, before any catalog query, so that a read
-  // whose neighbours are all unwanted costs nothing more than ReadCopy.
+  // or the file is not a member of a local zip/tar shard) is served like ServeRead with
+  // `zero_copy_min`, without followers. `want` is called for candidate inodes in increasing
+  // order, before any catalog query, so that a read whose neighbours are all unwanted costs
+  // nothing more than ReadCopy.
   struct Follower {
     uint64_t ino = 0;
     std::span<const uint8_t> data;
   };
   // `in_dir(dir)` is asked once, with the file's directory (also stored in `*dir`): false means
   // no followers this time.
-  Result<std::optional<std::span<const uint8_t>>> ReadThrough(
-      uint64_t ino, uint64_t offset, size_t size, uint64_t window, size_t copy_max,
+  Result<ReadReply> ReadThrough(
+      uint64_t ino, uint64_t offset, size_t size, uint64_t window, size_t zero_copy_min,
       const std::function<bool(uint64_t dir)>& in_dir, const std::function<bool(uint64_t)>& want,
       std::vector<uint8_t>* scratch, std::vector<Follower>* followers, uint64_t* dir) const;
   // Entries of directory `dir` (0 when it is not one).
@@ -220,10 +236,17 @@ class Filesystem {
   bool WindowPays(const SourceNode& src, uint64_t from, uint64_t to) const;
   // True when reads of `file` are CRC-checked (a zip member, checks on).
   bool ChecksCrc(const Node& file) const;
-  // ReadCopy of a resolved node, its bytes checked against the member's CRC-32 (see above).
+  // PrepareRead, ServeRead and ReadCopy of a resolved node; CopyChecked's bytes are checked
+  // against the member's CRC-32 (see above), through the shard `open` when given.
+  Result<ReadExtent> PrepareResolved(const Node& file, const SourceNode& src, uint64_t offset,
+                                     size_t size) const;
+  Result<ReadReply> ServeResolved(const Node& file, const SourceNode& src, uint64_t offset,
+                                  size_t size, size_t zero_copy_min,
+                                  std::vector<uint8_t>* scratch) const;
   Result<std::span<const uint8_t>> CopyChecked(const Node& file, const SourceNode& src,
                                                uint64_t offset, size_t size,
-                                               std::vector<uint8_t>* scratch) const;
+                                               std::vector<uint8_t>* scratch,
+                                               const ShardLease* open = nullptr) const;
   // Fails when the member was found damaged before.
   Status CrcNotBad(const Node& file, const SourceNode& src) const;
   // Hands bytes a read serves to the CRC tracker; fails when they complete a damaged member.
@@ -248,6 +271,8 @@ class Filesystem {
   std::vector<std::string> warnings_;
   mutable Stats stats_;
   mutable RecentErrors errors_;
+  // Files just looked up: the READ that follows finds its node here (GetFile).
+  mutable RecentNodes looked_up_;
   // Whether the lookup's span pays: paused while the files it brings are evicted first.
   mutable Payoff hint_payoff_;
   // Whether reading followers to push pays: paused while the shard bytes of the windows read

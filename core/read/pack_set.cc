@@ -453,11 +453,17 @@ Status PackSet::CheckMemberAgainst(const Node& file, const ShardSource& shard) c
 }
 
 Result<std::span<const uint8_t>> PackSet::ReadCopy(const Node& file, uint64_t offset, size_t size,
-                                                   std::vector<uint8_t>* scratch) const {
+                                                   std::vector<uint8_t>* scratch,
+                                                   const ShardLease* open) const {
   if (file.is_dir()) return Status::InvalidArgument("cannot read a directory");
   if (offset >= file.size || size == 0) return std::span<const uint8_t>();
   const size_t n = static_cast<size_t>(std::min<uint64_t>(size, file.size - offset));
-  PACKFS_ASSIGN_OR_RETURN(ShardLease src, OpenShard(file.shard));
+  ShardLease src;
+  if (open != nullptr && *open) {
+    src = *open;
+  } else {
+    PACKFS_ASSIGN_OR_RETURN(src, OpenShard(file.shard));
+  }
   const uint64_t at = file.data_offset + offset;
   auto short_read = [&]() {
     return Status::Stale(ShardRefPath(file.shard) + ": short read of member data at offset " +

@@ -118,9 +118,11 @@ class PackSet {
   // The copying read of the mount: file bytes [offset, offset + size) clipped to the member's
   // size, read into `scratch` (grown as needed, reusable across calls); returns where in it they
   // are. A member's first read that starts within kHeadedReadGap of its local header fetches the
-  // header and the data with one pread and checks the header from those bytes.
+  // header and the data with one pread and checks the header from those bytes. `open`: the
+  // file's shard, when the caller has it open already (else it is opened here).
   Result<std::span<const uint8_t>> ReadCopy(const Node& file, uint64_t offset, size_t size,
-                                            std::vector<uint8_t>* scratch) const;
+                                            std::vector<uint8_t>* scratch,
+                                            const ShardLease* open = nullptr) const;
   static constexpr uint64_t kHeadedReadGap = 64 * 1024;
 
   // A read that reaches the end of `file` ([offset, file.size)) together with whole members that

@@ -2,7 +2,7 @@
 # Each core module (and fuse/'s library) includes and calls only the modules it declares in
 # CMakeLists.txt (packfs_module ... DEPS): an include of an undeclared module's header, or a call
 # into its compiled code, fails here and names the file or symbol.
-# Usage: module_deps_test.sh SOURCE_DIR SPECS   (SPECS: lines "name:library:dep,dep", written
+# Usage: module_deps_test.sh SOURCE_DIR SPECS   (SPECS: lines "name:library:dep+dep", written
 # by CMake from the declarations)
 set -euo pipefail
 src=$1
@@ -11,7 +11,7 @@ declare -A lib deps
 while IFS=: read -r name path list; do
   [[ -n $name ]] || continue
   lib[$name]=$path
-  deps[$name]=" ${list//,/ } "
+  deps[$name]=" ${list//+/ } "
 done < "$specs"
 ((${#lib[@]} >= 8)) || { echo "expected 7 core modules and fuse in $specs"; exit 1; }
 tmp=$(mktemp -d)
@@ -19,8 +19,9 @@ trap 'rm -rf "$tmp"' EXIT
 dir_of() { [[ $1 == fuse ]] && echo "$src/fuse" || echo "$src/core/$1"; }
 for n in "${!lib[@]}"; do
   # Strong definitions only: inline functions and templates (weak, W/V) live in every user.
-  nm -g --defined-only "${lib[$n]}" | awk '$2 ~ /^[TDBR]$/ { print $3 }' | sort -u > "$tmp/$n.def"
-  nm -g --undefined-only "${lib[$n]}" | awk '{ print $2 }' | sort -u > "$tmp/$n.undef"
+  nm -g "${lib[$n]}" > "$tmp/$n.nm"
+  awk 'NF == 3 && $2 ~ /^[TDBR]$/ { print $3 }' "$tmp/$n.nm" | sort -u > "$tmp/$n.def"
+  awk 'NF == 2 && $1 == "U" { print $2 }' "$tmp/$n.nm" | sort -u > "$tmp/$n.undef"
 done
 # The check itself works: format calls base's code, which nm must see.
 [[ -n $(comm -12 "$tmp/format.undef" "$tmp/base.def") ]] ||
@@ -30,7 +31,7 @@ allowed() { [[ $1 == "$2" || ${deps[$1]} == *" $2 "* ]]; }
 for n in "${!lib[@]}"; do
   d=$(dir_of "$n")
   while IFS= read -r hit; do
-    m=$(sed -E 's|.*#include "core/([a-z]+)/.*|\1|' <<< "$hit")
+    [[ $hit =~ \#include\ \"core/([a-z]+)/ ]] && m=${BASH_REMATCH[1]}
     if ! allowed "$n" "$m"; then
       echo "${hit%%:*}: includes core/$m/, which module $n does not declare" \
            "(CMakeLists.txt: add $m to its DEPS, or move the code)"

@@ -379,6 +379,52 @@ TEST_F(FilesystemTest, ZeroCopyWaitsForTheCrcCheck) {
   EXPECT_GE(ext->lease->fd(), 0);
 }
 
+// The mount's one read call: copied bytes until the member's CRC-32 is judged, a window of the
+// shard fd afterwards for reads of at least zero_copy_min bytes, copied bytes below it, nothing
+// past the end; every answer holds the file's bytes.
+TEST_F(FilesystemTest, ServeReadAnswersWithBytesOrAWindow) {
+  auto d = Resolve(*fs_, "a/d.bin");
+  const std::string& content = files_["a/d.bin"];
+  auto text = [](std::span<const uint8_t> b) {
+    return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+  };
+  std::vector<uint8_t> scratch;
+  // First read, whole member: copied so that its CRC-32 is checked.
+  auto first = fs_->ServeRead(d->ino, 0, 1 << 20, 4096, &scratch);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_FALSE(first->zero_copy());
+  EXPECT_EQ(text(first->bytes), content);
+  // Judged good: a large read is a window of the shard.
+  auto big = fs_->ServeRead(d->ino, 12345, 8192, 4096, &scratch);
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  ASSERT_TRUE(big->zero_copy());
+  EXPECT_TRUE(big->bytes.empty());
+  ASSERT_EQ(big->window.length, 8192u);
+  std::string raw(8192, '\0');
+  ASSERT_EQ(::pread(big->window.lease->fd(), raw.data(), raw.size(),
+                    static_cast<off_t>(big->window.shard_offset)),
+            8192);
+  EXPECT_EQ(raw, content.substr(12345, 8192));
+  // Below zero_copy_min, or with zero copy off (SIZE_MAX): bytes.
+  for (size_t min : {size_t{8193}, SIZE_MAX}) {
+    auto small = fs_->ServeRead(d->ino, 12345, 8192, min, &scratch);
+    ASSERT_TRUE(small.ok());
+    EXPECT_FALSE(small->zero_copy());
+    EXPECT_EQ(text(small->bytes), content.substr(12345, 8192));
+  }
+  // The end of the file clips; past it there is nothing.
+  auto tail = fs_->ServeRead(d->ino, content.size() - 100, 8192, SIZE_MAX, &scratch);
+  ASSERT_TRUE(tail.ok());
+  EXPECT_EQ(text(tail->bytes), content.substr(content.size() - 100));
+  auto past = fs_->ServeRead(d->ino, content.size(), 8192, 4096, &scratch);
+  ASSERT_TRUE(past.ok());
+  EXPECT_FALSE(past->zero_copy());
+  EXPECT_TRUE(past->bytes.empty());
+  // A directory is not read.
+  auto dir = fs_->ServeRead(Resolve(*fs_, "a")->ino, 0, 10, 4096, &scratch);
+  EXPECT_FALSE(dir.ok());
+}
+
 TEST_F(FilesystemTest, WithoutCrcChecksDamagedBytesAreServed) {
   std::vector<std::unique_ptr<PackSet>> sets;
   sets.push_back(OpenSet(tmp_ / "media"));
