@@ -1,6 +1,7 @@
-// Bounds-checked little-endian decoding over a byte span, and the matching appender for writers.
-// A ByteReader never reads past its span: a read that would overrun sets a sticky failure flag and
-// returns 0, so decoders check ok() once after a group of fields. Thread-compatible.
+// Bounds-checked decoding over a byte span, little-endian (ByteReader: zip, parquet) or big-endian
+// (BeReader: MP4), and the little-endian appender for writers. A reader never reads past its
+// span: a read that would overrun sets a sticky failure flag and returns 0, so decoders check
+// ok() once after a group of fields. Thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -12,9 +13,12 @@
 
 namespace packfs {
 
-class ByteReader {
+enum class Endian { kLittle, kBig };
+
+template <Endian E>
+class BasicByteReader {
  public:
-  explicit ByteReader(std::span<const uint8_t> data) : data_(data) {}
+  explicit BasicByteReader(std::span<const uint8_t> data) : data_(data) {}
 
   bool ok() const { return ok_; }
   size_t pos() const { return pos_; }
@@ -22,6 +26,7 @@ class ByteReader {
 
   uint8_t U8() { return static_cast<uint8_t>(Take(1)); }
   uint16_t U16() { return static_cast<uint16_t>(Take(2)); }
+  uint32_t U24() { return static_cast<uint32_t>(Take(3)); }
   uint32_t U32() { return static_cast<uint32_t>(Take(4)); }
   uint64_t U64() { return Take(8); }
 
@@ -48,7 +53,13 @@ class ByteReader {
       return 0;
     }
     uint64_t v = 0;
-    for (size_t i = 0; i < n; ++i) v |= static_cast<uint64_t>(data_[pos_ + i]) << (8 * i);
+    for (size_t i = 0; i < n; ++i) {
+      if constexpr (E == Endian::kLittle) {
+        v |= static_cast<uint64_t>(data_[pos_ + i]) << (8 * i);
+      } else {
+        v = (v << 8) | data_[pos_ + i];
+      }
+    }
     pos_ += n;
     return v;
   }
@@ -57,6 +68,8 @@ class ByteReader {
   size_t pos_ = 0;
   bool ok_ = true;
 };
+using ByteReader = BasicByteReader<Endian::kLittle>;
+using BeReader = BasicByteReader<Endian::kBig>;
 
 // Appends little-endian fields to a byte vector.
 class ByteWriter {

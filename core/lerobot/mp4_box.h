@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/byte_reader.h"
 #include "core/base/shard_source.h"
 #include "core/base/status.h"
 
@@ -22,42 +23,6 @@ constexpr uint32_t FourCC(const char (&s)[5]) {
 }
 // "moov" style text for messages (non-printable bytes as '?').
 std::string FourCCText(uint32_t type);
-
-// Big-endian counterpart of ByteReader: an overrun sets a sticky failure flag and yields 0.
-class BeReader {
- public:
-  explicit BeReader(std::span<const uint8_t> data) : data_(data) {}
-  bool ok() const { return ok_; }
-  size_t pos() const { return pos_; }
-  size_t remaining() const { return ok_ ? data_.size() - pos_ : 0; }
-  uint8_t U8() { return static_cast<uint8_t>(Take(1)); }
-  uint16_t U16() { return static_cast<uint16_t>(Take(2)); }
-  uint32_t U24() { return static_cast<uint32_t>(Take(3)); }
-  uint32_t U32() { return static_cast<uint32_t>(Take(4)); }
-  uint64_t U64() { return Take(8); }
-  void Skip(size_t n) {
-    if (!ok_ || n > data_.size() - pos_) {
-      ok_ = false;
-      return;
-    }
-    pos_ += n;
-  }
-
- private:
-  uint64_t Take(size_t n) {
-    if (!ok_ || n > data_.size() - pos_) {
-      ok_ = false;
-      return 0;
-    }
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; ++i) v = (v << 8) | data_[pos_ + i];
-    pos_ += n;
-    return v;
-  }
-  std::span<const uint8_t> data_;
-  size_t pos_ = 0;
-  bool ok_ = true;
-};
 
 // A box found in a file: where it starts, how long its header is, and its total size.
 struct BoxHeader {

@@ -14,22 +14,6 @@
 namespace packfs::parquet {
 namespace {
 
-enum CType : uint8_t {
-  kStop = 0,
-  kTrue = 1,
-  kFalse = 2,
-  kByte = 3,
-  kI16 = 4,
-  kI32 = 5,
-  kI64 = 6,
-  kDoubleT = 7,
-  kBinary = 8,
-  kList = 9,
-  kSet = 10,
-  kMap = 11,
-  kStruct = 12,
-};
-
 constexpr int kMaxDepth = 32;  // parquet.thrift nests about 5 deep; this is generous
 
 // A cursor over compact-protocol bytes with a sticky error (first message kept).

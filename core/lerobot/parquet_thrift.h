@@ -14,6 +14,24 @@
 
 namespace packfs::parquet {
 
+// Type codes of Thrift's compact protocol, in which parquet's footer and page headers are
+// encoded: read by parquet_thrift.cc, written by parquet_writer.cc.
+enum ThriftType : uint8_t {
+  kStop = 0,
+  kTrue = 1,
+  kFalse = 2,
+  kByte = 3,
+  kI16 = 4,
+  kI32 = 5,
+  kI64 = 6,
+  kDoubleT = 7,
+  kBinary = 8,
+  kList = 9,
+  kSet = 10,
+  kMap = 11,
+  kStruct = 12,
+};
+
 // Enumerations as numbered in parquet.thrift.
 enum PhysicalType : int32_t {
   kBoolean = 0,

@@ -14,37 +14,28 @@ namespace {
 
 // --- Thrift compact protocol (the encoding side of parquet_thrift.cc) ---------------------------
 
-enum ThriftType : uint8_t {
-  kTI16 = 4,
-  kTI32 = 5,
-  kTI64 = 6,
-  kTBinary = 8,
-  kTList = 9,
-  kTStruct = 12,
-};
-
 class ThriftWriter {
  public:
   explicit ThriftWriter(std::vector<uint8_t>* out) : out_(out) { last_.push_back(0); }
 
   void I16(int16_t id, int16_t v) {
-    Field(id, kTI16);
+    Field(id, kI16);
     Varint(ZigZag(v));
   }
   void I32(int16_t id, int32_t v) {
-    Field(id, kTI32);
+    Field(id, kI32);
     Varint(ZigZag(v));
   }
   void I64(int16_t id, int64_t v) {
-    Field(id, kTI64);
+    Field(id, kI64);
     Varint(ZigZag(v));
   }
   void Binary(int16_t id, std::string_view s) {
-    Field(id, kTBinary);
+    Field(id, kBinary);
     Bytes(s);
   }
   void BeginStruct(int16_t id) {
-    Field(id, kTStruct);
+    Field(id, kStruct);
     last_.push_back(0);
   }
   void EndStruct() {
@@ -52,7 +43,7 @@ class ThriftWriter {
     last_.pop_back();
   }
   void BeginList(int16_t id, ThriftType elem, size_t n) {
-    Field(id, kTList);
+    Field(id, kList);
     if (n < 15) {
       out_->push_back(static_cast<uint8_t>((n << 4) | elem));
     } else {
@@ -279,7 +270,7 @@ std::vector<uint8_t> EncodeFooter(const std::vector<WriterColumn>& columns, uint
   t.I32(1, 1);  // version
   size_t elements = 1;
   for (const auto& c : columns) elements += c.list ? 3 : 1;
-  t.BeginList(2, kTStruct, elements);
+  t.BeginList(2, kStruct, elements);
   t.BeginListStruct();
   t.Binary(4, "schema");
   t.I32(5, static_cast<int32_t>(columns.size()));
@@ -308,25 +299,25 @@ std::vector<uint8_t> EncodeFooter(const std::vector<WriterColumn>& columns, uint
     AppendSchemaLeaf(&t, c, "element", c.element_optional ? kOptional : kRequired);
   }
   t.I64(3, static_cast<int64_t>(num_rows));
-  t.BeginList(4, kTStruct, layout.group_rows.size());
+  t.BeginList(4, kStruct, layout.group_rows.size());
   uint64_t offset = 4;
   for (size_t g = 0; g < layout.group_rows.size(); ++g) {
     const uint64_t group_start = offset;
     uint64_t group_bytes = 0;
     for (const auto& ch : layout.chunks[g]) group_bytes += ch.size;
     t.BeginListStruct();
-    t.BeginList(1, kTStruct, columns.size());
+    t.BeginList(1, kStruct, columns.size());
     for (size_t c = 0; c < columns.size(); ++c) {
       const ChunkLayout& ch = layout.chunks[g][c];
       t.BeginListStruct();
       t.I64(2, static_cast<int64_t>(offset));  // file_offset
       t.BeginStruct(3);                         // meta_data
       t.I32(1, columns[c].type);
-      t.BeginList(2, kTI32, 2);
+      t.BeginList(2, kI32, 2);
       t.ListI32(kPlain);
       t.ListI32(kRle);
       const bool list = columns[c].list;
-      t.BeginList(3, kTBinary, list ? 3 : 1);
+      t.BeginList(3, kBinary, list ? 3 : 1);
       t.ListBinary(columns[c].name);
       if (list) {
         t.ListBinary("list");
@@ -348,7 +339,7 @@ std::vector<uint8_t> EncodeFooter(const std::vector<WriterColumn>& columns, uint
     t.I16(7, static_cast<int16_t>(g));            // ordinal
     t.EndStruct();
   }
-  t.BeginList(5, kTStruct, options.key_value_metadata.size());
+  t.BeginList(5, kStruct, options.key_value_metadata.size());
   for (const auto& [k, v] : options.key_value_metadata) {
     t.BeginListStruct();
     t.Binary(1, k);

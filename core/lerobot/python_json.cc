@@ -59,54 +59,57 @@ std::string PythonFloatRepr(double value) {
   return out;
 }
 
-void AppendPythonJsonString(std::string_view s, std::string* out) {
+namespace {
+
+// "\uXXXX" (lower-case hex, as Python writes it).
+void AppendJsonUnicodeEscape(uint32_t cp, std::string* out) {
   static constexpr char kHex[] = "0123456789abcdef";
+  *out += "\\u";
+  for (int shift = 12; shift >= 0; shift -= 4) *out += kHex[(cp >> shift) & 0xF];
+}
+
+// One ASCII character as json.dumps writes it: the short escapes, \u00XX below 0x20, and DEL
+// escaped too with ensure_ascii (Python escapes everything outside ' '..'~' then).
+void AppendJsonAsciiChar(unsigned char c, bool ensure_ascii, std::string* out) {
+  switch (c) {
+    case '"': *out += "\\\""; break;
+    case '\\': *out += "\\\\"; break;
+    case '\n': *out += "\\n"; break;
+    case '\r': *out += "\\r"; break;
+    case '\t': *out += "\\t"; break;
+    case '\b': *out += "\\b"; break;
+    case '\f': *out += "\\f"; break;
+    default:
+      if (c < 0x20 || (ensure_ascii && c == 0x7f)) {
+        AppendJsonUnicodeEscape(c, out);
+      } else {
+        out->push_back(static_cast<char>(c));
+      }
+  }
+}
+
+}  // namespace
+
+void AppendPythonJsonString(std::string_view s, std::string* out) {
   out->push_back('"');
   for (char c : s) {
     const auto u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"': *out += "\\\""; break;
-      case '\\': *out += "\\\\"; break;
-      case '\n': *out += "\\n"; break;
-      case '\r': *out += "\\r"; break;
-      case '\t': *out += "\\t"; break;
-      case '\b': *out += "\\b"; break;
-      case '\f': *out += "\\f"; break;
-      default:
-        if (u < 0x20) {
-          *out += "\\u00";
-          out->push_back(kHex[u >> 4]);
-          out->push_back(kHex[u & 0xf]);
-        } else {
-          out->push_back(c);
-        }
+    if (u < 0x80) {
+      AppendJsonAsciiChar(u, /*ensure_ascii=*/false, out);
+    } else {
+      out->push_back(c);  // UTF-8 as is (ensure_ascii=False)
     }
   }
   out->push_back('"');
 }
 
 void AppendPythonJsonAsciiString(std::string_view s, std::string* out) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  auto u = [out](uint32_t cp) {
-    *out += "\\u";
-    for (int shift = 12; shift >= 0; shift -= 4) *out += kHex[(cp >> shift) & 0xF];
-  };
+  auto u = [out](uint32_t cp) { AppendJsonUnicodeEscape(cp, out); };
   *out += '"';
   for (size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
-      switch (c) {
-        case '"': *out += "\\\""; break;
-        case '\\': *out += "\\\\"; break;
-        case '\n': *out += "\\n"; break;
-        case '\r': *out += "\\r"; break;
-        case '\t': *out += "\\t"; break;
-        case '\b': *out += "\\b"; break;
-        case '\f': *out += "\\f"; break;
-        default:
-          if (c < 0x20 || c == 0x7f) u(c);
-          else *out += static_cast<char>(c);
-      }
+      AppendJsonAsciiChar(c, /*ensure_ascii=*/true, out);
       ++i;
       continue;
     }

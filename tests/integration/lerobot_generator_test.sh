@@ -4,7 +4,7 @@
 # manifest says, SNAPPY with v1 dictionary pages; info.json parses. Exit 77 (skip) without node/npm/ffmpeg.
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 gen=$root/scripts/make-lerobot-dataset.py
 helper=$root/scripts/lerobot-parquet/parquet.mjs
 for tool in node npm ffmpeg ffprobe python3; do
