@@ -1,8 +1,8 @@
 // Loose directories as pack sets: one raw shard per regular file (see loose_dir.h).
 #include "core/loose_dir.h"
 
-
 #include "core/file_walk.h"
+#include "core/open_source.h"
 
 namespace packfs {
 
@@ -65,9 +65,10 @@ namespace packfs {
 
 Result<std::unique_ptr<PackSet>> OpenDatasetDir(const std::string& dir,
                                                 const PackSetOptions& opts) {
-  PACKFS_ASSIGN_OR_RETURN(bool packed, HoldsShardFiles(dir));
-  if (packed) return PackSet::Open(dir, opts);
-  return OpenLooseDirectory(dir, opts.ref_prefix);
+  OpenSourceOptions options;
+  options.pack = opts;
+  options.loose = OpenSourceOptions::Loose::kAlways;
+  return OpenSourceSet(SourceLocation{dir, {}}, options);
 }
 
 }  // namespace packfs

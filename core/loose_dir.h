@@ -26,7 +26,8 @@ Result<std::unique_ptr<PackSet>> OpenLooseDirectory(const std::string& dir,
 namespace packfs {
 
 // A dataset directory as a set: the pack set it is when it holds shards (pack-*.zip or *.tar),
-// otherwise its loose files.
+// otherwise its loose files; a directory that cannot be listed fails saying so. A URL is taken
+// for a local path. (OpenSourceSet of core/open_source.h with Loose::kAlways.)
 Result<std::unique_ptr<PackSet>> OpenDatasetDir(const std::string& dir, const PackSetOptions& opts);
 
 }  // namespace packfs

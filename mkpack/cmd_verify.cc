@@ -5,7 +5,6 @@
 
 #include "core/json.h"
 #include "core/remote_maintenance.h"
-#include "core/url.h"
 #include "core/verify.h"
 #include "mkpack/cli_util.h"
 #include "mkpack/commands.h"
@@ -32,7 +31,7 @@ void RegisterVerify(CLI::App& app, int* exit_code) {
   AddRemoteOptions(cmd, &opts->remote);
   cmd->callback([opts, exit_code] {
     auto t0 = std::chrono::steady_clock::now();
-    auto rep = IsRemoteLocation(opts->dir)
+    auto rep = IsRemoteSet(opts->dir)
                    ? VerifyRemotePackSet(opts->dir, MakeRemoteOptions(opts->remote), opts->threads)
                    : VerifyPackDir(opts->dir, opts->threads);
     if (!rep.ok()) {
