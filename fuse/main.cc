@@ -25,7 +25,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <set>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -34,13 +33,10 @@
 #include "git_rev.h"
 #include "core/base/byte_size.h"
 #include "core/base/json.h"
-#include "core/format/tar_reader.h"
-#include "core/lerobot/lerobot_v21_view.h"
 #include "core/lerobot/lerobot_view.h"
+#include "core/open/open_source.h"
 #include "core/read/filesystem.h"
-#include "core/read/loose_dir.h"
 #include "core/read/pack_set.h"
-#include "core/read/prefixed_set.h"
 #include "core/remote/remote_pack_set.h"
 #include "core/remote/url.h"
 #include "fuse/logger.h"
@@ -136,30 +132,6 @@ bool HasEntries(const std::string& path) {
   return any;
 }
 
-// A SOURCE: a pack directory, or one tar shard (then `file` is its name inside `dir`).
-struct SourceArg {
-  std::string dir;   // absolute
-  std::string file;  // "" for a directory
-};
-
-Result<SourceArg> CheckSource(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    return Status::NotFound("source " + path + ": " + ErrnoText(errno));
-  }
-  const bool tar = S_ISREG(st.st_mode) && IsTarShardName(std::filesystem::path(path).filename().string());
-  if (!S_ISDIR(st.st_mode) && !tar) {
-    return Status::InvalidArgument("source " + path + " is neither a directory (give the pack " +
-                                   "directory holding pack-0000.zip or *.tar) nor a .tar file");
-  }
-  char buf[PATH_MAX];
-  if (!::realpath(path.c_str(), buf)) return Status::IOError("source " + path + ": " +
-                                                             ErrnoText(errno), errno);
-  if (!tar) return SourceArg{buf, ""};
-  std::filesystem::path real(buf);
-  return SourceArg{real.parent_path().string(), real.filename().string()};
-}
-
 // `path` made absolute against the current directory, which the daemon leaves (chdir("/")) before
 // it opens anything: every path option goes through here before the fork. "" stays "".
 std::string AbsolutePath(const std::string& path) {
@@ -169,21 +141,23 @@ std::string AbsolutePath(const std::string& path) {
   return ec ? path : abs.lexically_normal().string();
 }
 
+bool AnyRemote(const std::vector<SourceLocation>& sources) {
+  return std::any_of(sources.begin(), sources.end(),
+                     [](const SourceLocation& s) { return IsRemoteLocation(s.location); });
+}
+
 // Everything resolved from the command line, before any fork.
 struct Plan {
-  std::vector<std::string> sources;  // absolute
-  // Per source: the tar files given one by one in that directory (empty: the whole directory).
-  std::vector<std::vector<std::string>> shard_files;
-  std::string mountpoint;            // absolute
+  std::vector<SourceLocation> sources;  // URLs, absolute directories (with tar files given)
+  std::string mountpoint;               // absolute
   MountOptions mount;
   FilesystemOptions fs;
   PackSetOptions pack;
   RemoteOptions remote;  // for http(s):// and s3:// sources
-  // LeRobot v3 datasets get the v2.1 per-episode view: when detected (kAuto), always (kOn:
-  // meta/info.json is enough), or never.
-  enum class LeRobot { kAuto, kOn, kOff } lerobot = LeRobot::kAuto;
-  LeRobotLayout lerobot_layout = LeRobotLayout::kV21;  // --lerobot-view
-  bool lerobot_layout_given = false;  // a dataset that cannot be v2.1 fails instead of being v3
+  // --lerobot, --no-lerobot, --lerobot-view (see OpenSourceOptions).
+  OpenSourceOptions::LeRobot lerobot = OpenSourceOptions::LeRobot::kAuto;
+  LeRobotLayout lerobot_layout = LeRobotLayout::kV21;
+  bool lerobot_layout_given = false;
   int threads = 8;
   bool foreground = false;
   bool debug = false;
@@ -234,39 +208,10 @@ Result<Plan> MakePlan(const Cli& cli) {
                             "holds is hidden while packfs is mounted there (-o nonempty "
                             "silences this warning)");
   }
-  std::set<std::string> seen;
-  bool any_remote = false;
-  for (size_t i = 0; i + 1 < cli.paths.size(); ++i) {
-    if (IsRemoteLocation(cli.paths[i])) {
-      // A URL is not a local path: it is checked for form now and reached after the fork.
-      Result<Url> url = ParseUrl(cli.paths[i]);
-      if (!url.ok()) return url.status().WithPrefix("source");
-      if (!seen.insert(url->ToString()).second) {
-        return Status::InvalidArgument("source " + cli.paths[i] + " is given twice");
-      }
-      plan.sources.push_back(cli.paths[i]);
-      plan.shard_files.emplace_back();
-      any_remote = true;
-      continue;
-    }
-    PACKFS_ASSIGN_OR_RETURN(SourceArg src, CheckSource(cli.paths[i]));
-    const std::string full = src.file.empty() ? src.dir : src.dir + "/" + src.file;
-    if (!seen.insert(full).second) {
-      return Status::InvalidArgument("source " + full + " is given twice");
-    }
-    // Tar files given one by one are served as one pack set per directory.
-    size_t at = plan.sources.size();
-    if (!src.file.empty()) {
-      for (size_t j = 0; j < plan.sources.size(); ++j) {
-        if (plan.sources[j] == src.dir && !plan.shard_files[j].empty()) at = j;
-      }
-    }
-    if (at == plan.sources.size()) {
-      plan.sources.push_back(src.dir);
-      plan.shard_files.emplace_back();
-    }
-    if (!src.file.empty()) plan.shard_files[at].push_back(src.file);
-  }
+  // URLs are checked for form now and reached after the fork; local paths are made absolute.
+  PACKFS_ASSIGN_OR_RETURN(plan.sources, ResolveSources(std::vector<std::string>(
+                                            cli.paths.begin(), cli.paths.end() - 1)));
+  const bool any_remote = AnyRemote(plan.sources);
   plan.fs.uid = plan.mount.uid.value_or(::getuid());
   plan.fs.gid = plan.mount.gid.value_or(::getgid());
   plan.fs.umask = plan.mount.umask.value_or(0);
@@ -299,9 +244,9 @@ Result<Plan> MakePlan(const Cli& cli) {
   if (cli.lerobot && cli.no_lerobot) {
     return Status::InvalidArgument("--lerobot and --no-lerobot contradict each other");
   }
-  plan.lerobot = cli.lerobot      ? Plan::LeRobot::kOn
-                 : cli.no_lerobot ? Plan::LeRobot::kOff
-                                  : Plan::LeRobot::kAuto;
+  plan.lerobot = cli.lerobot      ? OpenSourceOptions::LeRobot::kOn
+                 : cli.no_lerobot ? OpenSourceOptions::LeRobot::kOff
+                                  : OpenSourceOptions::LeRobot::kAuto;
   if (cli.no_lerobot && !cli.lerobot_view.empty()) {
     return Status::InvalidArgument("--lerobot-view and --no-lerobot contradict each other");
   }
@@ -352,88 +297,17 @@ Result<Plan> MakePlan(const Cli& cli) {
   return plan;
 }
 
-// A directory without shards that holds meta/info.json is a LeRobot dataset kept as plain files.
-bool IsLooseDataset(const std::string& dir, const std::vector<std::string>& shard_files) {
-  if (!shard_files.empty()) return false;
-  Result<bool> packed = HoldsShardFiles(dir);
-  struct stat st;
-  return packed.ok() && !*packed && ::stat((dir + "/meta/info.json").c_str(), &st) == 0;
-}
-
-// The sets that serve `set` (a dataset source): itself, plus the LeRobot view when it is (or is
-// told to be) a LeRobot v3 dataset. In the v2.1 layout the dataset moves under v3/ and the view
-// serves the v2.1 metadata; `views` receives the view (merged after every dataset).
-Status AddSource(const Plan& plan, std::unique_ptr<PackSet> set, const Logger& log,
-                 std::vector<std::unique_ptr<PackSet>>* sets,
-                 std::vector<std::unique_ptr<PackSet>>* views) {
-  auto plain = [&]() {
-    sets->push_back(std::move(set));
-    return Status::OK();
-  };
-  if (plan.lerobot == Plan::LeRobot::kOff) return plain();
-  PACKFS_ASSIGN_OR_RETURN(std::optional<LeRobotInfo> info, ReadLeRobotInfo(*set));
-  if (!info) {
-    if (plan.lerobot == Plan::LeRobot::kOn) {
-      return Status::NotFound("--lerobot: " + set->dir() + " holds no meta/info.json");
-    }
-    return plain();
-  }
-  if (!IsLeRobotV3(*info)) {
-    if (plan.lerobot == Plan::LeRobot::kOn) {
-      log.Warning(set->dir() + "/meta/info.json says codebase_version '" +
-                  info->codebase_version + "'; reading it as v3 as --lerobot asks");
-    } else {
-      return plain();  // v2.x already has one file per episode
-    }
-  }
-  if (plan.lerobot == Plan::LeRobot::kAuto) {
-    // Already converted (`mkpack convert-lerobot` adds meta/episodes.jsonl beside the v3 tables
-    // and stores the episode files themselves): nothing to synthesize.
-    PACKFS_ASSIGN_OR_RETURN(std::optional<Node> jsonl,
-                            set->catalog().Find("meta/episodes.jsonl"));
-    if (jsonl) return plain();
-  }
-  LeRobotViewOptions opts;
-  PACKFS_ASSIGN_OR_RETURN(LeRobotPlan lr, PlanLeRobotView(*set, *info, opts));
-  if (plan.lerobot_layout == LeRobotLayout::kV21) {
-    Status st = AddLeRobotV21Files(*set, &lr);
-    if (!st.ok() && plan.lerobot_layout_given) return st;
-    if (!st.ok()) log.Warning(st.message() + "; showing the v3 layout (--lerobot-view v3)");
-  }
-  if (lr.layout == LeRobotLayout::kV3) {
-    PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<PackSet> view,
-                            OpenLeRobotView(*set, std::move(lr), opts));
-    views->push_back(std::move(view));
-    return plain();
-  }
-  // The view and the v3/ set share the dataset, which the Filesystem no longer serves itself.
-  std::shared_ptr<const PackSet> dataset = std::move(set);
-  PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<PackSet> view,
-                          OpenLeRobotView(*dataset, std::move(lr), opts, dataset));
-  PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<PackSet> v3,
-                          OpenPrefixedSet(dataset, kLeRobotV3Prefix));
-  sets->push_back(std::move(v3));
-  views->push_back(std::move(view));
-  return Status::OK();
-}
-
 Result<std::unique_ptr<Filesystem>> OpenFilesystem(const Plan& plan, const Logger& log) {
-  std::vector<std::unique_ptr<PackSet>> sets;
-  std::vector<std::unique_ptr<PackSet>> views;
-  for (size_t i = 0; i < plan.sources.size(); ++i) {
-    std::unique_ptr<PackSet> set;
-    if (IsRemoteLocation(plan.sources[i])) {
-      PACKFS_ASSIGN_OR_RETURN(set, OpenRemotePackSet(plan.sources[i], plan.remote));
-    } else if (IsLooseDataset(plan.sources[i], plan.shard_files[i])) {
-      PACKFS_ASSIGN_OR_RETURN(set, OpenLooseDirectory(plan.sources[i], ""));
-    } else {
-      PACKFS_ASSIGN_OR_RETURN(set, PackSet::Open(plan.sources[i], plan.pack, plan.shard_files[i]));
-    }
-    Status st = AddSource(plan, std::move(set), log, &sets, &views);
-    if (!st.ok()) return st.WithPrefix("LeRobot view of " + plan.sources[i]);
-  }
-  // Views read through their datasets, so they come last (and are destroyed last).
-  for (auto& v : views) sets.push_back(std::move(v));
+  OpenSourceOptions options;
+  options.pack = plan.pack;
+  options.remote = plan.remote;
+  options.loose = OpenSourceOptions::Loose::kLeRobot;
+  options.lerobot = plan.lerobot;
+  options.lerobot_layout = plan.lerobot_layout;
+  options.lerobot_layout_given = plan.lerobot_layout_given;
+  options.warn = [&log](const std::string& w) { log.Warning(w); };
+  PACKFS_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<PackSet>> sets,
+                          OpenSources(plan.sources, options));
   PACKFS_ASSIGN_OR_RETURN(std::unique_ptr<Filesystem> fs,
                           Filesystem::Open(std::move(sets), plan.fs));
   for (const auto& w : fs->warnings()) log.Warning(w);
@@ -479,7 +353,7 @@ int RunMount(const Plan& plan, int ready_fd) {
     // Where the messages go, for whoever wonders (user.packfs.stats).
     opened.fs.extra_stats = [file = log.file()] { return "\"log_file\": " + JsonString(file); };
   }
-  if (std::any_of(plan.sources.begin(), plan.sources.end(), IsRemoteLocation)) {
+  if (AnyRemote(plan.sources)) {
     // One reader for every remote source: one memory bound, one set of read-ahead threads
     // (started here, after the fork).
     Result<std::shared_ptr<RemoteReader>> reader = RemoteReader::Create(plan.remote.read);
@@ -509,7 +383,8 @@ int RunMount(const Plan& plan, int ready_fd) {
   config.max_read = plan.mount.max_read.value_or(config.max_read);
   SessionParams params;
   params.mountpoint = plan.mountpoint;
-  params.fuse_options = FuseOptionString(plan.mount, plan.sources.front(), config.max_read);
+  params.fuse_options = FuseOptionString(plan.mount, plan.sources.front().location,
+                                           config.max_read);
   params.threads = plan.threads;
   params.debug = plan.debug;
   params.io_uring = plan.mount.io_uring;

@@ -1,9 +1,11 @@
 // Shared mkpack helpers.
 #include "mkpack/cli_util.h"
 
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <vector>
+
+#include "core/open/open_source.h"
 
 namespace packfs::mkpack {
 
@@ -16,21 +18,22 @@ void PrintWarning(const char* cmd, const std::string& msg) {
 }
 
 Result<std::unique_ptr<PackSet>> OpenPackSetForCli(const char* cmd, const std::string& dir,
+                                                   const RemoteCliOptions& remote,
                                                    const PackSetOptions& opts) {
-  auto ps = PackSet::Open(dir, opts);
+  OpenSourceOptions options;
+  options.pack = opts;
+  options.remote = MakeRemoteOptions(remote);
+  auto ps = OpenSourceSet(SourceLocation{dir, {}}, options);
   if (!ps.ok()) return ps.status();
   for (const auto& w : (*ps)->warnings()) PrintWarning(cmd, w);
   return ps;
 }
 
-Result<std::unique_ptr<PackSet>> OpenPackSetForCli(const char* cmd, const std::string& dir,
-                                                   const RemoteCliOptions& remote,
-                                                   const PackSetOptions& opts) {
-  if (!IsRemoteLocation(dir)) return OpenPackSetForCli(cmd, dir, opts);
-  auto ps = OpenRemotePackSet(dir, MakeRemoteOptions(remote));
-  if (!ps.ok()) return ps.status();
-  for (const auto& w : (*ps)->warnings()) PrintWarning(cmd, w);
-  return ps;
+bool IsRemoteSet(const std::string& location) {
+  OpenSourceOptions options;
+  options.remote.emplace();
+  Result<SourceKind> kind = ClassifySource(SourceLocation{location, {}}, options);
+  return kind.ok() && *kind == SourceKind::kRemote;
 }
 
 void AddRemoteOptions(CLI::App* cmd, RemoteCliOptions* opts) {

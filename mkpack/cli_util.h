@@ -36,13 +36,15 @@ void AddRemoteOptions(CLI::App* cmd, RemoteCliOptions* opts);
 // Environment first, then the flags given.
 RemoteOptions MakeRemoteOptions(const RemoteCliOptions& cli);
 
-// Opens a pack set, local or (for an http(s):// or s3:// location) remote; prints its warnings
-// to stderr.
-Result<std::unique_ptr<PackSet>> OpenPackSetForCli(const char* cmd, const std::string& dir,
-                                                   const PackSetOptions& opts = {});
+// Opens a pack set, local or (for an http(s):// or s3:// location) remote, through
+// OpenSourceSet (core/open/open_source.h); prints its warnings to stderr.
 Result<std::unique_ptr<PackSet>> OpenPackSetForCli(const char* cmd, const std::string& dir,
                                                    const RemoteCliOptions& remote,
                                                    const PackSetOptions& opts = {});
+
+// Whether mkpack reaches `location` as a remote set (an http(s):// or s3:// URL) rather than a
+// local pack directory: OpenSourceSet's decision (core/open/open_source.h).
+bool IsRemoteSet(const std::string& location);
 
 // "1.23 GB", "456 kB" (SI units).
 std::string HumanBytes(uint64_t bytes);

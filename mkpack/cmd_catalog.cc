@@ -9,7 +9,6 @@
 #include "core/read/pack_set.h"
 #include "core/remote/remote_catalog.h"
 #include "core/remote/remote_maintenance.h"
-#include "core/remote/url.h"
 #include "mkpack/cli_util.h"
 #include "mkpack/commands.h"
 
@@ -137,7 +136,7 @@ void RegisterCatalog(CLI::App& app, int* exit_code) {
                   "for http(s) and for s3 without credentials)");
   AddRemoteOptions(cmd, &opts->remote);
   cmd->callback([opts, exit_code] {
-    if (IsRemoteLocation(opts->dir)) {
+    if (IsRemoteSet(opts->dir)) {
       if (opts->forget_missing) {
         PrintError("catalog", Status::InvalidArgument(
                                   "--forget-missing applies to local pack directories; the "

@@ -7,7 +7,6 @@
 
 #include "core/base/json.h"
 #include "core/base/key.h"
-#include "core/remote/url.h"
 #include "mkpack/cli_util.h"
 #include "mkpack/commands.h"
 
@@ -85,7 +84,7 @@ int ResolveOne(const PackSet& set, const std::string& where, const std::string& 
     return kExitError;
   }
   std::string path = set.ShardFilePath(n.shard);
-  if (!IsRemoteLocation(where)) {
+  if (!IsRemoteSet(where)) {
     // A loader opens this path from its own working directory: give it one that works anywhere.
     std::error_code ec;
     std::filesystem::path abs = std::filesystem::canonical(path, ec);

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "core/open/open_source.h"
 #include "core/read/unpack.h"
 #include "mkpack/cli_util.h"
 #include "mkpack/commands.h"
@@ -26,7 +27,8 @@ void RegisterUnpack(CLI::App& app, int* exit_code) {
   cmd->add_flag("-f,--force", opts->force, "replace existing files");
   cmd->add_option("-j,--jobs", opts->jobs, "files written in parallel (default: one per core)");
   cmd->callback([opts, exit_code] {
-    auto ps = PackSet::Open(opts->dir, {});
+    // A local pack directory only (a URL is taken for a path).
+    auto ps = OpenSourceSet(SourceLocation{opts->dir, {}}, OpenSourceOptions{});
     if (!ps.ok()) {
       PrintError("unpack", ps.status());
       *exit_code = kExitError;

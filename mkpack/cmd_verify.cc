@@ -6,7 +6,6 @@
 #include "core/base/json.h"
 #include "core/read/verify.h"
 #include "core/remote/remote_maintenance.h"
-#include "core/remote/url.h"
 #include "mkpack/cli_util.h"
 #include "mkpack/commands.h"
 
@@ -32,7 +31,7 @@ void RegisterVerify(CLI::App& app, int* exit_code) {
   AddRemoteOptions(cmd, &opts->remote);
   cmd->callback([opts, exit_code] {
     auto t0 = std::chrono::steady_clock::now();
-    auto rep = IsRemoteLocation(opts->dir)
+    auto rep = IsRemoteSet(opts->dir)
                    ? VerifyRemotePackSet(opts->dir, MakeRemoteOptions(opts->remote), opts->threads)
                    : VerifyPackDir(opts->dir, opts->threads);
     if (!rep.ok()) {

@@ -1,7 +1,6 @@
 // Loose directories as pack sets: one raw shard per regular file (see loose_dir.h).
 #include "core/read/loose_dir.h"
 
-
 #include "core/pack/file_walk.h"
 
 namespace packfs {
@@ -57,17 +56,6 @@ Result<std::unique_ptr<PackSet>> OpenLooseDirectory(const std::string& dir_in,
     return ShardLease(std::move(f).value());
   };
   return PackSet::FromSources(dir, data, std::move(files), std::move(refs), std::move(opener));
-}
-
-}  // namespace packfs
-
-namespace packfs {
-
-Result<std::unique_ptr<PackSet>> OpenDatasetDir(const std::string& dir,
-                                                const PackSetOptions& opts) {
-  PACKFS_ASSIGN_OR_RETURN(bool packed, HoldsShardFiles(dir));
-  if (packed) return PackSet::Open(dir, opts);
-  return OpenLooseDirectory(dir, opts.ref_prefix);
 }
 
 }  // namespace packfs

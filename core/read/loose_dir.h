@@ -22,11 +22,3 @@ Result<std::unique_ptr<PackSet>> OpenLooseDirectory(const std::string& dir,
                                                     const std::string& ref_prefix);
 
 }  // namespace packfs
-
-namespace packfs {
-
-// A dataset directory as a set: the pack set it is when it holds shards (pack-*.zip or *.tar),
-// otherwise its loose files.
-Result<std::unique_ptr<PackSet>> OpenDatasetDir(const std::string& dir, const PackSetOptions& opts);
-
-}  // namespace packfs

@@ -1,6 +1,7 @@
 // Loose directories served as sets (core/loose_dir): every file readable byte-exact through a
 // Filesystem, merged with a packed set, refs/CRC xattrs absent, and a file changed after the open
 // refused with EIO-class errors rather than served.
+#include "core/open/open_source.h"
 #include "core/read/loose_dir.h"
 
 #include <gtest/gtest.h>
@@ -106,7 +107,9 @@ TEST(LooseDir, MemberSourceReadsAPackedMemberAsItsOwnFile) {
   const std::string data = testing::RandomBytes(100000, 3);
   testing::WriteFile(src + "/x/y.bin", data);
   ASSERT_EQ(testing::Run({testing::MkpackPath(), "pack", src, tmp / "media"}).exit_code, 0);
-  auto set = OpenDatasetDir(tmp / "media", PackSetOptions{});
+  OpenSourceOptions options;
+  options.loose = OpenSourceOptions::Loose::kAlways;
+  auto set = OpenSourceSet(SourceLocation{tmp / "media", {}}, options);
   ASSERT_TRUE(set.ok()) << set.status().ToString();
   EXPECT_FALSE((*set)->raw_members());
   auto node = (*set)->catalog().Find("x/y.bin");
