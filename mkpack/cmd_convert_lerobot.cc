@@ -4,14 +4,12 @@
 // stored at its v2.1 path, the cameras of one episode in one shard; DST/video_index.json maps
 // every episode and camera to its blob reference, time range and frame count. In the v2.1
 // layout (the default) DST is the v2.1 dataset `packfs --lerobot-view v2.1` shows: the generated
-// v2.1 meta/ files and data/chunk-XXX/episode_XXXXXX.parquet files
-// (core/lerobot/lerobot_v21_view.h) as
+// v2.1 meta/ files and data/chunk-XXX/episode_XXXXXX.parquet files (core/lerobot/lerobot_v21_view.h) as
 // real members, and meta/, data/ and the other v3 files copied under v3/; in the v3 layout they
 // are copied in place and meta/episodes.jsonl is added. v2.x sources (one MP4 per episode
 // already) are packed unchanged. A v3 dataset missing source MP4s is refused, listing every one,
 // unless --missing skip converts what is there (the skipped episode videos are listed in
 // video_index.json and the summary).
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,9 +27,10 @@
 #include "core/base/key.h"
 #include "core/lerobot/lerobot_v21_view.h"
 #include "core/lerobot/lerobot_view.h"
-#include "core/pack/pack_writer.h"
-#include "core/read/loose_dir.h"
+#include "core/open/open_source.h"
+#include "core/pack/pack_pipeline.h"
 #include "core/read/pack_set.h"
+#include "core/write/pack_writer.h"
 #include "mkpack/commands.h"
 #include "mkpack/pack_cli.h"
 
@@ -211,8 +210,10 @@ std::vector<const EpisodeVideoFile*> Skipped(const LeRobotPlan& plan) {
 }
 
 // DST/video_index.json: per episode and camera, where its file is and what it shows.
-std::string VideoIndexJson(const Converted& c, const PackPlan& plan, const std::string& prefix) {
-  std::vector<std::string> shard_of(c.inputs.size());
+// `inputs` and `plan` are the run's (PackSummary), which packed every input of `c`.
+std::string VideoIndexJson(const Converted& c, const std::vector<PackInput>& inputs,
+                           const PackPlan& plan, const std::string& prefix) {
+  std::vector<std::string> shard_of(inputs.size());
   for (const PlannedShard& s : plan.shards) {
     for (size_t m : s.members) shard_of[m] = prefix + "/" + s.name;
   }
@@ -228,7 +229,7 @@ std::string VideoIndexJson(const Converted& c, const PackPlan& plan, const std::
     bool first = true;
     for (size_t i : vids) {
       const EpisodeVideoFile& v = c.plan.videos[i];
-      const PackInput& in = c.inputs[c.video_input[i]];
+      const PackInput& in = inputs[c.video_input[i]];
       out += first ? "\n" : ",\n";
       first = false;
       const double dur = c.plan.info.fps > 0 ? static_cast<double>(v.frames) / c.plan.info.fps : 0;
@@ -269,27 +270,61 @@ Status WriteFileAtomically(const std::string& path, const std::string& text) {
   return Status::OK();
 }
 
+// The dry run's plan: every episode video (and v2.1 data file) with its source, then the shards.
+void PrintLeRobotPlan(const Converted& c, const PackSummary& s, size_t skipped) {
+  for (const EpisodeVideoFile& v : c.plan.videos) {
+    std::printf("episode %llu\t%s\t%s\tfrom %.6f s\t%llu frames\t%llu bytes\t<- %s\n",
+                static_cast<unsigned long long>(v.episode), v.video_key.c_str(), v.key.c_str(),
+                v.from_seconds, static_cast<unsigned long long>(v.frames),
+                static_cast<unsigned long long>(v.size), v.source_key.c_str());
+  }
+  for (const EpisodeVideoFile* v : Skipped(c.plan)) {
+    std::printf("episode %llu\t%s\t%s\tskipped: %s is missing\n",
+                static_cast<unsigned long long>(v->episode), v->video_key.c_str(),
+                v->key.c_str(), v->source_key.c_str());
+  }
+  for (const V21EpisodeDataFile& d : c.plan.v21_data) {
+    std::printf("episode %llu\tdata\t%s\trows %llu-%llu\t%llu bytes\t<- %s\n",
+                static_cast<unsigned long long>(d.episode), d.key.c_str(),
+                static_cast<unsigned long long>(d.first_row),
+                static_cast<unsigned long long>(d.first_row + d.count),
+                static_cast<unsigned long long>(d.size), d.source_key.c_str());
+  }
+  PrintPlannedShards(s.plan);
+  std::printf("total\t%zu shards\t%zu episodes\t%zu episode videos\t%zu skipped\t%zu files\t"
+              "%llu bytes\t(%s)\n",
+              s.plan.shards.size(), c.plan.episodes.size(), c.plan.videos.size(), skipped,
+              s.inputs.size(), static_cast<unsigned long long>(s.plan.shard_bytes),
+              c.v3 ? "v3: episodes sliced from multi-episode MP4s" : "v2: packed unchanged");
+}
+
 int RunConvertLeRobot(const LeRobotArgs& a) {
   auto fail = [](const Status& st) {
     std::fprintf(stderr, "mkpack convert-lerobot: %s\n", st.message().c_str());
     return kExitError;
   };
   const auto t0 = Clock::now();
-  PackOptions opts;
-  if (Status st = ApplyShardLimits(a.limits, &opts); !st.ok()) return fail(st);
-  opts.group_by = GroupBy::kInput;
-  opts.reproducible = a.reproducible;
-  opts.jobs = JobsOrAuto(a.jobs);
-  opts.sync = !a.no_fsync;
+  PackJob job;
+  job.dir = a.dst;
+  if (Status st = ApplyShardLimits(a.limits, &job.options); !st.ok()) return fail(st);
+  job.options.group_by = GroupBy::kInput;
+  job.options.reproducible = a.reproducible;
+  job.options.jobs = JobsOrAuto(a.jobs);
+  job.options.sync = !a.no_fsync;
+  job.policy = TargetPolicy::kNewOnly;
+  job.dry_run = a.dry_run;
+  job.catalog = !a.no_catalog;
 
-  auto set = OpenDatasetDir(a.src, PackSetOptions{});
+  OpenSourceOptions open_options;  // a local directory, packed or not; a URL is a path here
+  open_options.loose = OpenSourceOptions::Loose::kAlways;
+  auto set = OpenSourceSet(SourceLocation{a.src, {}}, open_options);
   if (!set.ok()) return fail(set.status());
   auto info = ReadLeRobotInfo(**set);
   if (!info.ok()) return fail(info.status());
   if (!*info) {
     return fail(Status::NotFound(a.src + " holds no meta/info.json: not a LeRobot dataset"));
   }
-  auto conv = Collect(**set, **info, opts.jobs, a.missing == "skip", a.layout == "v2.1");
+  auto conv = Collect(**set, **info, job.options.jobs, a.missing == "skip", a.layout == "v2.1");
   if (!conv.ok()) return fail(conv.status());
   Converted& c = *conv;
   const size_t skipped = Skipped(c.plan).size();
@@ -309,66 +344,24 @@ int RunConvertLeRobot(const LeRobotArgs& a) {
     }
   }
   const int done_status = skipped > 0 ? kExitProblems : kExitOk;
+  job.inputs = std::move(c.inputs);
 
-  auto state = ScanPackDir(a.dst);
-  if (!state.ok()) return fail(state.status());
-  if (!state->shards.empty() || !state->temps.empty()) {
-    return fail(Status::AlreadyExists(a.dst + " already holds shards; convert into an empty or "
-                                      "new directory"));
-  }
-  auto plan = PlanShards(c.inputs, opts, 0);
-  if (!plan.ok()) return fail(plan.status());
-  const std::string prefix = PackDirBaseName(a.dst);
-
-  if (a.dry_run) {
-    for (const EpisodeVideoFile& v : c.plan.videos) {
-      std::printf("episode %llu\t%s\t%s\tfrom %.6f s\t%llu frames\t%llu bytes\t<- %s\n",
-                  static_cast<unsigned long long>(v.episode), v.video_key.c_str(), v.key.c_str(),
-                  v.from_seconds, static_cast<unsigned long long>(v.frames),
-                  static_cast<unsigned long long>(v.size), v.source_key.c_str());
-    }
-    for (const EpisodeVideoFile* v : Skipped(c.plan)) {
-      std::printf("episode %llu\t%s\t%s\tskipped: %s is missing\n",
-                  static_cast<unsigned long long>(v->episode), v->video_key.c_str(),
-                  v->key.c_str(), v->source_key.c_str());
-    }
-    for (const V21EpisodeDataFile& d : c.plan.v21_data) {
-      std::printf("episode %llu\tdata\t%s\trows %llu-%llu\t%llu bytes\t<- %s\n",
-                  static_cast<unsigned long long>(d.episode), d.key.c_str(),
-                  static_cast<unsigned long long>(d.first_row),
-                  static_cast<unsigned long long>(d.first_row + d.count),
-                  static_cast<unsigned long long>(d.size), d.source_key.c_str());
-    }
-    for (const PlannedShard& s : plan->shards) {
-      std::printf("%s\t%zu members\t%llu data bytes\t%llu bytes\n", s.name.c_str(),
-                  s.members.size(), static_cast<unsigned long long>(s.data_bytes),
-                  static_cast<unsigned long long>(s.bytes));
-    }
-    std::printf("total\t%zu shards\t%zu episodes\t%zu episode videos\t%zu skipped\t%zu files\t"
-                "%llu bytes\t(%s)\n",
-                plan->shards.size(), c.plan.episodes.size(), c.plan.videos.size(), skipped,
-                c.inputs.size(), static_cast<unsigned long long>(plan->shard_bytes),
-                c.v3 ? "v3: episodes sliced from multi-episode MP4s" : "v2: packed unchanged");
-    return done_status;
-  }
-
-  if (::mkdir(a.dst.c_str(), 0755) != 0 && errno != EEXIST) {
-    return fail(Status::IOError("cannot create " + a.dst + ": " + ErrnoText(errno), errno));
-  }
-  const bool tty = ::isatty(STDERR_FILENO) == 1;
-  ProgressBar bar(c.inputs.size(), plan->data_bytes);
-  ProgressFn progress;
-  if (tty) progress = [&bar](const WriteProgress& p) { bar.Update(p); };
-  Status st = WriteShards(a.dst, c.inputs, *plan, opts, progress);
-  if (tty) bar.Clear();
-  if (!st.ok()) return fail(st);
+  PackEvents events;
+  RunProgressBar bar;
+  bar.Attach(&events);
   if (c.v3) {
-    st = WriteFileAtomically(a.dst + "/video_index.json", VideoIndexJson(c, *plan, prefix));
-    if (!st.ok()) return fail(st.WithPrefix("shards are complete but video_index.json failed"));
+    events.shards_complete = [&](const PackSummary& s) {
+      const std::string json = VideoIndexJson(c, s.inputs, s.plan, PackDirBaseName(a.dst));
+      return WriteFileAtomically(a.dst + "/video_index.json", json)
+          .WithPrefix("shards are complete but video_index.json failed");
+    };
   }
-  if (!a.no_catalog) {
-    auto cat = RefreshCatalog(a.dst, opts.jobs);
-    if (!cat.ok()) return fail(cat.status().WithPrefix("shards are complete but the catalog failed"));
+  auto run = RunPackJob(std::move(job), events);
+  if (!run.ok()) return fail(run.status());
+  const PackSummary& s = *run;
+  if (a.dry_run) {
+    PrintLeRobotPlan(c, s, skipped);
+    return done_status;
   }
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   std::fprintf(stderr,
@@ -378,16 +371,16 @@ int RunConvertLeRobot(const LeRobotArgs& a) {
                skipped > 0 ? (" (" + std::to_string(skipped) +
                               " skipped: source missing, see video_index.json)").c_str()
                            : "",
-               c.inputs.size(), static_cast<unsigned long long>(plan->data_bytes),
-               plan->shards.size(), secs,
+               s.inputs.size(), static_cast<unsigned long long>(s.plan.data_bytes),
+               s.plan.shards.size(), secs,
                c.v3 ? "v3 episodes sliced, not re-encoded" : "v2 dataset packed unchanged");
   if (a.json) {
     std::printf("{\"episodes\": %zu, \"episode_videos\": %zu, \"skipped_episode_videos\": %zu, "
                 "\"missing_sources\": %zu, \"files\": %zu, \"bytes\": %llu, "
                 "\"shards\": %zu, \"seconds\": %.3f, \"source_version\": %s}\n",
                 c.plan.episodes.size(), c.plan.videos.size(), skipped, c.plan.missing.size(),
-                c.inputs.size(),
-                static_cast<unsigned long long>(plan->data_bytes), plan->shards.size(), secs,
+                s.inputs.size(),
+                static_cast<unsigned long long>(s.plan.data_bytes), s.plan.shards.size(), secs,
                 JsonString(c.plan.info.codebase_version.empty() ? (*info)->codebase_version
                                                                 : c.plan.info.codebase_version)
                     .c_str());

@@ -1,9 +1,6 @@
 // `mkpack convert-wds SRC... DST`: converts WebDataset tar shards into a pack set. Member bytes
 // are copied unchanged from the tars (a PackInput is a byte range of the tar) into STORED zip
 // shards, one WebDataset sample never split across zip shards.
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,8 +10,9 @@
 
 #include "core/base/key.h"
 #include "core/format/tar_reader.h"
-#include "core/pack/pack_writer.h"
+#include "core/pack/pack_pipeline.h"
 #include "core/read/pack_set.h"
+#include "core/write/pack_writer.h"
 #include "mkpack/commands.h"
 #include "mkpack/pack_cli.h"
 
@@ -110,78 +108,67 @@ int RunConvertWds(const WdsArgs& a) {
   const std::vector<std::string> srcs(a.paths.begin(), a.paths.end() - 1);
   const std::string dst = a.paths.back();
 
-  PackOptions opts;
-  if (Status st = ApplyShardLimits(a.limits, &opts); !st.ok()) return fail(st);
-  opts.group_by = GroupBy::kStem;
-  opts.reproducible = a.reproducible;
-  opts.jobs = JobsOrAuto(a.jobs);
-  opts.sync = !a.no_fsync;
+  PackJob job;
+  job.dir = dst;
+  if (Status st = ApplyShardLimits(a.limits, &job.options); !st.ok()) return fail(st);
+  job.options.group_by = GroupBy::kStem;
+  job.options.reproducible = a.reproducible;
+  job.options.jobs = JobsOrAuto(a.jobs);
+  job.options.sync = !a.no_fsync;
+  job.policy = TargetPolicy::kNewOnly;
+  job.dry_run = a.dry_run;
+  job.catalog = !a.no_catalog;
 
   auto tars = ListTars(srcs);
   if (!tars.ok()) return fail(tars.status());
   auto collected = CollectInputs(*tars, a.shard_prefix);
   if (!collected.ok()) return fail(collected.status());
   Inputs& in = *collected;
-  for (const std::string& p : in.problems) std::fprintf(stderr, "mkpack convert-wds: %s\n", p.c_str());
+  for (const std::string& p : in.problems) {
+    std::fprintf(stderr, "mkpack convert-wds: %s\n", p.c_str());
+  }
   std::unordered_set<std::string> samples;
   for (const PackInput& i : in.inputs) samples.insert(GroupKey(i.key, GroupBy::kStem));
+  job.inputs = std::move(in.inputs);
 
-  auto state = ScanPackDir(dst);
-  if (!state.ok()) return fail(state.status());
-  if (!state->shards.empty() || !state->temps.empty()) {
-    return fail(Status::AlreadyExists(dst + " already holds shards; convert into an empty or new "
-                                      "directory"));
-  }
-  auto plan = PlanShards(in.inputs, opts, 0);
-  if (!plan.ok()) return fail(plan.status());
-  for (const std::string& k : plan->oversized) {
-    std::fprintf(stderr, "mkpack convert-wds: note: %s is larger than --max-pack-bytes; it sits "
-                 "alone in its shard\n", QuoteKey(k).c_str());
-  }
-  for (const std::string& g : plan->split_groups) {
-    std::fprintf(stderr, "mkpack convert-wds: note: sample %s is larger than a shard and was "
-                 "split\n", QuoteKey(g).c_str());
-  }
-  if (in.symlinks > 0 || in.special > 0) {
-    std::fprintf(stderr, "mkpack convert-wds: skipped %llu symlink(s) and %llu device/FIFO "
-                 "member(s)\n", static_cast<unsigned long long>(in.symlinks),
-                 static_cast<unsigned long long>(in.special));
-  }
+  PackEvents events;
+  RunProgressBar bar;
+  bar.Attach(&events);
+  events.planned = [&](const PackSummary& s) {
+    for (const std::string& k : s.plan.oversized) {
+      std::fprintf(stderr, "mkpack convert-wds: note: %s is larger than --max-pack-bytes; it sits "
+                   "alone in its shard\n", QuoteKey(k).c_str());
+    }
+    for (const std::string& g : s.plan.split_groups) {
+      std::fprintf(stderr, "mkpack convert-wds: note: sample %s is larger than a shard and was "
+                   "split\n", QuoteKey(g).c_str());
+    }
+    if (in.symlinks > 0 || in.special > 0) {
+      std::fprintf(stderr, "mkpack convert-wds: skipped %llu symlink(s) and %llu device/FIFO "
+                   "member(s)\n", static_cast<unsigned long long>(in.symlinks),
+                   static_cast<unsigned long long>(in.special));
+    }
+  };
+  auto run = RunPackJob(std::move(job), events);
+  if (!run.ok()) return fail(run.status());
+  const PackSummary& s = *run;
+  const PackPlan& plan = s.plan;
   const int verdict = in.problems.empty() ? kExitOk : kExitProblems;
   if (a.dry_run) {
-    for (const PlannedShard& s : plan->shards) {
-      std::printf("%s\t%zu members\t%llu data bytes\t%llu bytes\n", s.name.c_str(),
-                  s.members.size(), static_cast<unsigned long long>(s.data_bytes),
-                  static_cast<unsigned long long>(s.bytes));
-    }
+    PrintPlannedShards(plan);
     std::printf("total\t%zu shards\t%zu samples\t%zu members\t%llu bytes\tfrom %zu tars\n",
-                plan->shards.size(), samples.size(), in.inputs.size(),
-                static_cast<unsigned long long>(plan->shard_bytes), tars->size());
+                plan.shards.size(), samples.size(), s.inputs.size(),
+                static_cast<unsigned long long>(plan.shard_bytes), tars->size());
     return verdict;
   }
 
-  if (::mkdir(dst.c_str(), 0755) != 0 && errno != EEXIST) {
-    return fail(Status::IOError("cannot create " + dst + ": " + ErrnoText(errno), errno));
-  }
-  const bool tty = ::isatty(STDERR_FILENO) == 1;
-  ProgressBar bar(in.inputs.size(), plan->data_bytes);
-  ProgressFn progress;
-  if (tty) progress = [&bar](const WriteProgress& p) { bar.Update(p); };
-  Status st = WriteShards(dst, in.inputs, *plan, opts, progress);
-  if (tty) bar.Clear();
-  if (!st.ok()) return fail(st);
-  if (!a.no_catalog) {
-    auto cat = RefreshCatalog(dst, opts.jobs);
-    if (!cat.ok()) return fail(cat.status().WithPrefix("shards are complete but the catalog failed"));
-  }
-
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  const double mbps = secs > 0 ? plan->data_bytes / secs / 1e6 : 0;
+  const double mbps = secs > 0 ? plan.data_bytes / secs / 1e6 : 0;
   std::fprintf(stderr,
                "mkpack convert-wds: %zu tars -> %zu samples, %zu files, %llu bytes, %zu shards in "
                "%.2f s (%.1f MB/s)%s\n",
-               tars->size(), samples.size(), in.inputs.size(),
-               static_cast<unsigned long long>(plan->data_bytes), plan->shards.size(), secs, mbps,
+               tars->size(), samples.size(), s.inputs.size(),
+               static_cast<unsigned long long>(plan.data_bytes), plan.shards.size(), secs, mbps,
                in.problems.empty() ? ""
                                    : (", " + std::to_string(in.problems.size()) +
                                       " member(s) refused").c_str());
@@ -191,12 +178,13 @@ int RunConvertWds(const WdsArgs& a) {
         "\"shard_bytes\": %llu, \"seconds\": %.3f, \"mb_per_s\": %.1f, \"hard_links\": %llu, "
         "\"skipped_symlinks\": %llu, \"skipped_special\": %llu, \"problems\": %zu, "
         "\"oversized\": %zu, \"split_samples\": %zu}\n",
-        tars->size(), samples.size(), in.inputs.size(),
-        static_cast<unsigned long long>(plan->data_bytes), plan->shards.size(),
-        static_cast<unsigned long long>(plan->shard_bytes), secs, mbps,
-        static_cast<unsigned long long>(in.hard_links), static_cast<unsigned long long>(in.symlinks),
-        static_cast<unsigned long long>(in.special), in.problems.size(), plan->oversized.size(),
-        plan->split_groups.size());
+        tars->size(), samples.size(), s.inputs.size(),
+        static_cast<unsigned long long>(plan.data_bytes), plan.shards.size(),
+        static_cast<unsigned long long>(plan.shard_bytes), secs, mbps,
+        static_cast<unsigned long long>(in.hard_links),
+        static_cast<unsigned long long>(in.symlinks),
+        static_cast<unsigned long long>(in.special), in.problems.size(), plan.oversized.size(),
+        plan.split_groups.size());
   }
   return verdict;
 }

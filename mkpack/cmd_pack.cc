@@ -9,14 +9,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <map>
+#include <optional>
 #include <sstream>
-#include <unordered_set>
 
 #include "core/base/key.h"
-#include "core/pack/file_walk.h"
-#include "core/pack/pack_writer.h"
+#include "core/pack/pack_pipeline.h"
 #include "core/read/pack_set.h"
+#include "core/write/file_walk.h"
+#include "core/write/pack_writer.h"
 #include "mkpack/commands.h"
 #include "mkpack/interrupt.h"
 #include "mkpack/pack_cli.h"
@@ -115,46 +115,6 @@ std::string SomeKeys(const std::vector<std::string>& keys) {
   return s;
 }
 
-// Shards the catalog of `dst` lists that are gone, and whether packing `packing` (keys) beside
-// the shards that remain (`present`) brings all their members back. Returns the message that
-// refuses the run when some would be lost; "" when none would (then a catalog refresh may
-// drop the missing shards: their members are in new shards).
-std::string CheckLostShards(const std::string& dst, const std::vector<std::string>& shards,
-                            const std::unordered_map<std::string, std::string>& present,
-                            const std::vector<PackInput>& packing, bool* any_missing) {
-  *any_missing = false;
-  auto cat = Catalog::Open(dst + "/" + kCatalogFileName);
-  if (!cat.ok()) return "";
-  auto cat_shards = (*cat)->Shards();  // every row is loaded by Open: cannot fail here
-  if (!cat_shards.ok()) return "";
-  std::vector<MissingShard> missing = FindMissingShards(*cat_shards, shards);
-  if (missing.empty()) return "";
-  *any_missing = true;
-  std::unordered_set<uint32_t> gone;
-  for (const ShardInfo& si : *cat_shards) {
-    for (const MissingShard& m : missing) {
-      if (m.name == si.name) gone.insert(si.id);
-    }
-  }
-  std::unordered_set<std::string_view> packed;
-  for (const PackInput& in : packing) packed.insert(in.key);
-  uint64_t lost = 0;
-  std::string example;
-  Status st = (*cat)->ForEachFile([&](const std::string& key, const Node& n) {
-    if (gone.count(n.shard) && !present.count(key) && !packed.count(key)) {
-      if (lost++ == 0) example = key;
-    }
-    return Status::OK();
-  });
-  if (!st.ok()) return st.message();
-  if (lost == 0) return "";
-  return "the catalog of " + dst + " lists " + DescribeMissingShards(missing, BaseName(dst)) +
-         ", missing from the directory; " + std::to_string(lost) + " of the members (" +
-         QuoteKey(example) + (lost > 1 ? ", ..." : "") + ") are neither in the other shards nor "
-         "among the files to pack, and would be lost. Restore the missing shards, or run "
-         "`mkpack catalog --forget-missing " + dst + "` first to drop them";
-}
-
 Result<std::string> ReadListText(const std::string& file) {
   std::ostringstream ss;
   if (file == "-") {
@@ -165,6 +125,137 @@ Result<std::string> ReadListText(const std::string& file) {
     ss << f.rdbuf();
   }
   return ss.str();
+}
+
+// The notes on the plan, before anything is written.
+void PrintPackNotes(const PackArgs& a, const InputList& list, const PackPlan& plan) {
+  if (!plan.oversized.empty()) {
+    const size_t n = plan.oversized.size();
+    std::fprintf(stderr,
+                 "mkpack pack: note: %zu member%s larger than --max-pack-bytes (%s) and sit%s "
+                 "alone in %s shard%s: %s\n",
+                 n, n == 1 ? " is" : "s are", a.limits.max_pack_bytes.c_str(), n == 1 ? "s" : "",
+                 n == 1 ? "its" : "their", n == 1 ? "" : "s", SomeKeys(plan.oversized).c_str());
+  }
+  if (!plan.split_groups.empty()) {
+    const size_t n = plan.split_groups.size();
+    std::fprintf(stderr, "mkpack pack: note: %zu group%s larger than a shard and split: %s\n", n,
+                 n == 1 ? " is" : "s are", SomeKeys(plan.split_groups).c_str());
+  }
+  if (list.skipped_symlinks > 0 || list.skipped_special > 0) {
+    std::fprintf(stderr, "mkpack pack: skipped %llu symlink(s) and %llu special file(s)%s\n",
+                 static_cast<unsigned long long>(list.skipped_symlinks),
+                 static_cast<unsigned long long>(list.skipped_special),
+                 list.skipped_symlinks > 0 && !a.follow_symlinks
+                     ? " (--follow-symlinks packs links to files)"
+                     : "");
+  }
+  if (!list.missing.empty()) {
+    std::fprintf(stderr, "mkpack pack: skipped %zu missing file(s):\n", list.missing.size());
+    for (const std::string& m : list.missing) std::fprintf(stderr, "  %s\n", m.c_str());
+  }
+}
+
+// The inputs SRC or the file list names; an error, or an empty list with nothing pointed at.
+Result<InputList> ReadPackInputs(const PackArgs& a, const std::string& src) {
+  if (!a.files_from.empty()) {
+    PACKFS_ASSIGN_OR_RETURN(std::string text, ReadListText(a.files_from));
+    auto r = ReadFileList(text, src,
+                          a.missing == "skip" ? MissingPolicy::kSkip : MissingPolicy::kError);
+    if (!r.ok()) return r.status().WithPrefix(a.files_from == "-" ? "stdin" : a.files_from);
+    return r;
+  }
+  WalkOptions wo;
+  wo.follow_symlinks = a.follow_symlinks;
+  return WalkTree(src, wo);
+}
+
+// Why there is nothing to pack, for the message that ends the run.
+std::string NothingToPack(const PackArgs& a, const InputList& list, const std::string& src) {
+  if (!a.files_from.empty()) {
+    return list.missing.empty() ? "the file list names no files"
+                                : "every file the list names is missing";
+  }
+  std::string why = src + " holds no regular files";
+  if (list.skipped_symlinks > 0 || list.skipped_special > 0) {
+    why += " (skipped " + std::to_string(list.skipped_symlinks) + " symlink(s)" +
+           (list.skipped_symlinks > 0 && !a.follow_symlinks
+                ? ", which --follow-symlinks packs when they point to files"
+                : "") +
+           ", and " + std::to_string(list.skipped_special) + " special file(s))";
+  }
+  return why;
+}
+
+// --refs-out: every member's blob reference, those packed before this run first.
+Status WriteRefs(const std::string& path, const std::string& dst, const PackSummary& s) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  std::string prefix = BaseName(dst) + "/";
+  for (const auto& [key, shard] : s.resumed) {
+    out << key << '\t' << FormatRef(key, prefix + shard) << '\n';
+  }
+  for (const PlannedShard& ps : s.plan.shards) {
+    for (size_t i : ps.members) {
+      const std::string& key = s.inputs[i].key;
+      out << key << '\t' << FormatRef(key, prefix + ps.name) << '\n';
+    }
+  }
+  out.flush();
+  if (!out) return Status::IOError("cannot write " + path);
+  return Status::OK();
+}
+
+// The message of a run that SIGINT or SIGTERM stopped while writing.
+void PrintInterrupted(const PackArgs& a, const std::string& src, const std::string& dst,
+                      const PackSummary& s) {
+  const size_t before = s.target.shards.size();
+  size_t members = s.resumed.size();
+  for (size_t i = 0; i < s.done.shards && i < s.plan.shards.size(); ++i) {
+    members += s.plan.shards[i].members.size();
+  }
+  std::string resume = "mkpack pack --resume";
+  if (!a.files_from.empty()) resume += " --files-from " + a.files_from;
+  if (!src.empty()) resume += " " + src;
+  resume += " " + dst;
+  const std::string unfinished = s.done.shards < s.plan.shards.size()
+                                     ? TempShardName(s.plan.shards[s.done.shards].name)
+                                     : "";
+  std::fprintf(stderr,
+               "mkpack pack: interrupted by %s: %llu of %zu shards and %zu of %zu members are "
+               "complete in %s%s; run `%s` with the same options to continue\n",
+               InterruptName(s.stopped), static_cast<unsigned long long>(before + s.done.shards),
+               before + s.plan.shards.size(), members, s.resumed.size() + s.inputs.size(),
+               dst.c_str(),
+               unfinished.empty() ? ""
+                                  : (" (the unfinished shard is left as " + unfinished +
+                                     ", which --resume removes)").c_str(),
+               resume.c_str());
+}
+
+// The summary of a complete run: a line on stderr, and with --json an object on stdout.
+void PrintPackSummary(const PackArgs& a, const InputList& list, const PackSummary& s,
+                      double secs) {
+  const PackPlan& plan = s.plan;
+  double mbps = secs > 0 ? plan.data_bytes / secs / 1e6 : 0;
+  std::fprintf(stderr, "mkpack pack: %zu files, %llu bytes, %zu shards in %.2f s (%.1f MB/s)%s\n",
+               s.inputs.size(), static_cast<unsigned long long>(plan.data_bytes),
+               plan.shards.size(), secs, mbps,
+               s.resumed.empty()
+                   ? ""
+                   : (", " + std::to_string(s.resumed.size()) + " already packed").c_str());
+  if (a.json) {
+    std::printf(
+        "{\"files\": %zu, \"bytes\": %llu, \"shards\": %zu, \"shard_bytes\": %llu, "
+        "\"seconds\": %.3f, \"mb_per_s\": %.1f, \"resumed\": %zu, \"skipped_symlinks\": %llu, "
+        "\"skipped_special\": %llu, \"missing\": %zu, \"oversized\": %zu, \"split_groups\": %zu, "
+        "\"first_shard\": %s}\n",
+        s.inputs.size(), static_cast<unsigned long long>(plan.data_bytes), plan.shards.size(),
+        static_cast<unsigned long long>(plan.shard_bytes), secs, mbps, s.resumed.size(),
+        static_cast<unsigned long long>(list.skipped_symlinks),
+        static_cast<unsigned long long>(list.skipped_special), list.missing.size(),
+        plan.oversized.size(), plan.split_groups.size(),
+        plan.shards.empty() ? "null" : JsonString(plan.shards[0].name).c_str());
+  }
 }
 
 // Runs the whole command; returns the exit code. Messages go to stderr.
@@ -180,244 +271,80 @@ int RunPack(const PackArgs& a) {
     return fail(Status::InvalidArgument("expected SRC DST (or DST alone with --files-from)"));
   }
   if (dst.empty()) return fail(Status::InvalidArgument("expected SRC DST"));
-  if (a.resume && a.append) return fail(Status::InvalidArgument("--resume and --append exclude each other"));
+  if (a.resume && a.append) {
+    return fail(Status::InvalidArgument("--resume and --append exclude each other"));
+  }
   // A file list names its files, so DST may well sit inside the SRC its paths start from.
   if (a.files_from.empty()) {
     if (Status st = CheckSrcDstApart(src, dst); !st.ok()) return fail(st);
   }
 
-  PackOptions opts;
-  if (Status st = ApplyShardLimits(a.limits, &opts); !st.ok()) return fail(st);
-  opts.group_by = a.group_by == "dir" ? GroupBy::kDir
-                  : a.group_by == "stem" ? GroupBy::kStem
-                                         : GroupBy::kNone;
-  opts.reproducible = a.reproducible;
-  opts.jobs = JobsOrAuto(a.jobs);
-  opts.sync = !a.no_fsync;
+  PackJob job;
+  job.dir = dst;
+  if (Status st = ApplyShardLimits(a.limits, &job.options); !st.ok()) return fail(st);
+  job.options.group_by = a.group_by == "dir"    ? GroupBy::kDir
+                         : a.group_by == "stem" ? GroupBy::kStem
+                                                : GroupBy::kNone;
+  job.options.reproducible = a.reproducible;
+  job.options.jobs = JobsOrAuto(a.jobs);
+  job.options.sync = !a.no_fsync;
+  job.policy = a.append   ? TargetPolicy::kAppend
+               : a.resume ? TargetPolicy::kResume
+                          : TargetPolicy::kNew;
+  job.dry_run = a.dry_run;
+  job.catalog = !a.no_catalog;
+  job.catalog_from_writer = true;
+  job.create_parents = true;
 
-  // 1. The inputs.
-  InputList list;
-  if (!a.files_from.empty()) {
-    auto text = ReadListText(a.files_from);
-    if (!text.ok()) return fail(text.status());
-    auto r = ReadFileList(*text, src,
-                          a.missing == "skip" ? MissingPolicy::kSkip : MissingPolicy::kError);
-    if (!r.ok()) return fail(r.status().WithPrefix(a.files_from == "-" ? "stdin" : a.files_from));
-    list = std::move(*r);
-  } else {
-    WalkOptions wo;
-    wo.follow_symlinks = a.follow_symlinks;
-    auto r = WalkTree(src, wo);
-    if (!r.ok()) return fail(r.status());
-    list = std::move(*r);
-  }
+  auto read = ReadPackInputs(a, src);
+  if (!read.ok()) return fail(read.status());
+  InputList& list = *read;
   if (list.inputs.empty()) {
     // Nothing is written, not even DST: an empty pack directory helps no one.
-    std::string why;
-    if (!a.files_from.empty()) {
-      why = list.missing.empty() ? "the file list names no files"
-                                 : "every file the list names is missing";
-    } else {
-      why = src + " holds no regular files";
-      if (list.skipped_symlinks > 0 || list.skipped_special > 0) {
-        why += " (skipped " + std::to_string(list.skipped_symlinks) + " symlink(s)" +
-               (list.skipped_symlinks > 0 && !a.follow_symlinks
-                    ? ", which --follow-symlinks packs when they point to files"
-                    : "") +
-               ", and " + std::to_string(list.skipped_special) + " special file(s))";
-      }
-    }
-    std::fprintf(stderr, "mkpack pack: nothing to pack: %s; %s was not written\n", why.c_str(),
-                 dst.c_str());
+    std::fprintf(stderr, "mkpack pack: nothing to pack: %s; %s was not written\n",
+                 NothingToPack(a, list, src).c_str(), dst.c_str());
     return kExitProblems;
   }
+  job.inputs = std::move(list.inputs);
 
-  // 2. What the destination already holds.
-  auto state = ScanPackDir(dst);
-  if (!state.ok()) return fail(state.status());
-  if (!state->shards.empty() && !a.append && !a.resume) {
-    return fail(Status::AlreadyExists(
-        dst + " already holds " + std::to_string(state->shards.size()) +
-        " shard(s); use --append to add new shards or --resume to continue an interrupted run"));
+  PackEvents events;
+  RunProgressBar bar;
+  bar.Attach(&events);
+  events.planned = [&](const PackSummary& s) { PrintPackNotes(a, list, s.plan); };
+  // From the first shard on SIGINT and SIGTERM stop the run between members, so it can say what
+  // is done.
+  std::optional<InterruptWatch> interrupt;
+  events.writing = [&](const PackSummary& s) {
+    interrupt.emplace();
+    bar.Start(s);
+    return &interrupt->signal();
+  };
+  if (!a.refs_out.empty()) {
+    events.shards_complete = [&](const PackSummary& s) { return WriteRefs(a.refs_out, dst, s); };
   }
-  if (!state->temps.empty() && !a.resume) {
-    return fail(Status::AlreadyExists(dst + " holds leftover temp shard " + state->temps[0] +
-                                      " of an interrupted run; use --resume to continue it"));
-  }
-  std::unordered_map<std::string, std::string> existing;
-  if (!state->shards.empty()) {
-    auto keys = ReadShardKeys(dst, *state);
-    if (!keys.ok()) return fail(keys.status());
-    existing = std::move(*keys);
-  }
-  std::vector<std::pair<std::string, std::string>> resumed;  // key, shard (already packed)
-  if (!existing.empty()) {
-    std::vector<PackInput> rest;
-    for (PackInput& in : list.inputs) {
-      auto it = existing.find(in.key);
-      if (it == existing.end()) {
-        rest.push_back(std::move(in));
-      } else if (a.append) {
-        return fail(Status::AlreadyExists("key " + QuoteKey(in.key) + " (" + in.path +
-                                          ") is already in " + dst + "/" + it->second));
-      } else {
-        resumed.emplace_back(in.key, it->second);
-      }
-    }
-    list.inputs = std::move(rest);
-  }
-  // A catalog that lists a shard which is gone: refreshing it after this run must not drop
-  // members silently. Fine when this run packs them again (a resumed run that lost shards).
-  bool forget_missing = false;
-  if ((a.append || a.resume) && !a.no_catalog) {
-    std::string lost = CheckLostShards(dst, state->shards, existing, list.inputs, &forget_missing);
-    if (!lost.empty()) return fail(Status::Stale(lost));
-  }
-
-  // 3. The plan.
-  auto plan = PlanShards(list.inputs, opts, state->next_index);
-  if (!plan.ok()) return fail(plan.status());
-  if (!plan->oversized.empty()) {
-    const size_t n = plan->oversized.size();
-    std::fprintf(stderr,
-                 "mkpack pack: note: %zu member%s larger than --max-pack-bytes (%s) and sit%s "
-                 "alone in %s shard%s: %s\n",
-                 n, n == 1 ? " is" : "s are", a.limits.max_pack_bytes.c_str(), n == 1 ? "s" : "",
-                 n == 1 ? "its" : "their", n == 1 ? "" : "s", SomeKeys(plan->oversized).c_str());
-  }
-  if (!plan->split_groups.empty()) {
-    const size_t n = plan->split_groups.size();
-    std::fprintf(stderr, "mkpack pack: note: %zu group%s larger than a shard and split: %s\n", n,
-                 n == 1 ? " is" : "s are", SomeKeys(plan->split_groups).c_str());
-  }
-  if (list.skipped_symlinks > 0 || list.skipped_special > 0) {
-    std::fprintf(stderr, "mkpack pack: skipped %llu symlink(s) and %llu special file(s)%s\n",
-                 static_cast<unsigned long long>(list.skipped_symlinks),
-                 static_cast<unsigned long long>(list.skipped_special),
-                 list.skipped_symlinks > 0 && !a.follow_symlinks ? " (--follow-symlinks packs links to files)" : "");
-  }
-  if (!list.missing.empty()) {
-    std::fprintf(stderr, "mkpack pack: skipped %zu missing file(s):\n", list.missing.size());
-    for (const std::string& m : list.missing) std::fprintf(stderr, "  %s\n", m.c_str());
-  }
+  auto run = RunPackJob(std::move(job), events);
+  if (!run.ok()) return fail(run.status());
+  const PackSummary& s = *run;
+  const PackPlan& plan = s.plan;
   if (a.dry_run) {
-    for (const PlannedShard& s : plan->shards) {
-      std::printf("%s\t%zu members\t%llu data bytes\t%llu bytes\n", s.name.c_str(), s.members.size(),
-                  static_cast<unsigned long long>(s.data_bytes),
-                  static_cast<unsigned long long>(s.bytes));
-    }
-    std::printf("total\t%zu shards\t%zu members\t%llu bytes\n", plan->shards.size(),
-                list.inputs.size(), static_cast<unsigned long long>(plan->shard_bytes));
+    PrintPlannedShards(plan);
+    std::printf("total\t%zu shards\t%zu members\t%llu bytes\n", plan.shards.size(),
+                s.inputs.size(), static_cast<unsigned long long>(plan.shard_bytes));
     return list.missing.empty() ? kExitOk : kExitProblems;
   }
-
-  // 4. Write. DST and its missing parents are created, like mkdir -p.
-  {
-    std::error_code ec;
-    fs::create_directories(dst, ec);
-    if (ec) {
-      return fail(Status::IOError("cannot create " + dst + ": " + ec.message(), ec.value()));
-    }
+  if (s.stopped != 0) {
+    PrintInterrupted(a, src, dst, s);
+    return 128 + s.stopped;
   }
-  if (a.resume) {
-    Status st = RemoveTemps(dst, *state);
-    if (!st.ok()) return fail(st);
-  }
-  // From here on SIGINT and SIGTERM stop the run between members, so it can say what is done.
-  InterruptWatch interrupt;
-  opts.stop = &interrupt.signal();
-  bool tty = ::isatty(STDERR_FILENO) == 1;
-  ProgressBar bar(list.inputs.size(), plan->data_bytes);
-  WriteProgress done;
-  ProgressFn progress = [&](const WriteProgress& p) {
-    done = p;
-    if (tty) bar.Update(p);
-  };
-  // A fresh pack directory's catalog comes straight from what the writer knows: reading 100k
-  // local headers back cost seconds when the shards had left the page cache.
-  bool fresh = state->shards.empty();
-  std::vector<ShardContent> written;
-  Status st = WriteShards(dst, list.inputs, *plan, opts, progress, fresh ? &written : nullptr);
-  if (tty) bar.Clear();
-  if (const int sig = interrupt.signal().load(); sig != 0 && st.err() == EINTR) {
-    size_t members = resumed.size();
-    for (size_t i = 0; i < done.shards && i < plan->shards.size(); ++i) {
-      members += plan->shards[i].members.size();
-    }
-    std::string resume = "mkpack pack --resume";
-    if (!a.files_from.empty()) resume += " --files-from " + a.files_from;
-    if (!src.empty()) resume += " " + src;
-    resume += " " + dst;
-    const std::string unfinished =
-        done.shards < plan->shards.size() ? TempShardName(plan->shards[done.shards].name) : "";
-    std::fprintf(stderr,
-                 "mkpack pack: interrupted by %s: %llu of %zu shards and %zu of %zu members are "
-                 "complete in %s%s; run `%s` with the same options to continue\n",
-                 InterruptName(sig),
-                 static_cast<unsigned long long>(state->shards.size() + done.shards),
-                 state->shards.size() + plan->shards.size(), members,
-                 resumed.size() + list.inputs.size(), dst.c_str(),
-                 unfinished.empty() ? ""
-                                    : (" (the unfinished shard is left as " + unfinished +
-                                       ", which --resume removes)").c_str(),
-                 resume.c_str());
-    return 128 + sig;
-  }
-  if (!st.ok()) return fail(st);
-
-  // 5. References and catalog.
-  if (!a.refs_out.empty()) {
-    std::ofstream out(a.refs_out, std::ios::binary | std::ios::trunc);
-    std::string prefix = BaseName(dst) + "/";
-    for (const auto& [key, shard] : resumed) out << key << '\t' << FormatRef(key, prefix + shard) << '\n';
-    for (const PlannedShard& s : plan->shards) {
-      for (size_t i : s.members) {
-        const std::string& key = list.inputs[i].key;
-        out << key << '\t' << FormatRef(key, prefix + s.name) << '\n';
-      }
-    }
-    out.flush();
-    if (!out) return fail(Status::IOError("cannot write " + a.refs_out));
-  }
-  if (!a.no_catalog) {
-    Status cst;
-    if (fresh && !written.empty()) {
-      auto data = BuildNodes(std::move(written));
-      cst = data.ok() ? WriteCatalog(dst + "/" + kCatalogFileName, *data) : data.status();
-    } else {
-      auto cat = RefreshCatalog(dst, opts.jobs, forget_missing);
-      cst = cat.status();
-    }
-    if (!cst.ok()) return fail(cst.WithPrefix("shards are complete but the catalog failed"));
-  }
-
-  if (const int sig = interrupt.signal().load(); sig != 0) {
+  if (const int sig = interrupt ? interrupt->signal().load() : 0; sig != 0) {
     std::fprintf(stderr,
                  "mkpack pack: %s arrived after the last shard was written; %s is complete "
                  "(%zu members packed in this run)\n",
-                 InterruptName(sig), dst.c_str(), list.inputs.size());
+                 InterruptName(sig), dst.c_str(), s.inputs.size());
     return 128 + sig;
   }
 
-  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  double mbps = secs > 0 ? plan->data_bytes / secs / 1e6 : 0;
-  std::fprintf(stderr, "mkpack pack: %zu files, %llu bytes, %zu shards in %.2f s (%.1f MB/s)%s\n",
-               list.inputs.size(), static_cast<unsigned long long>(plan->data_bytes),
-               plan->shards.size(), secs, mbps,
-               resumed.empty() ? "" : (", " + std::to_string(resumed.size()) + " already packed").c_str());
-  if (a.json) {
-    std::printf(
-        "{\"files\": %zu, \"bytes\": %llu, \"shards\": %zu, \"shard_bytes\": %llu, "
-        "\"seconds\": %.3f, \"mb_per_s\": %.1f, \"resumed\": %zu, \"skipped_symlinks\": %llu, "
-        "\"skipped_special\": %llu, \"missing\": %zu, \"oversized\": %zu, \"split_groups\": %zu, "
-        "\"first_shard\": %s}\n",
-        list.inputs.size(), static_cast<unsigned long long>(plan->data_bytes), plan->shards.size(),
-        static_cast<unsigned long long>(plan->shard_bytes), secs, mbps, resumed.size(),
-        static_cast<unsigned long long>(list.skipped_symlinks),
-        static_cast<unsigned long long>(list.skipped_special), list.missing.size(),
-        plan->oversized.size(), plan->split_groups.size(),
-        plan->shards.empty() ? "null" : JsonString(plan->shards[0].name).c_str());
-  }
+  PrintPackSummary(a, list, s, std::chrono::duration<double>(Clock::now() - t0).count());
   return list.missing.empty() ? kExitOk : kExitProblems;
 }
 

@@ -1,6 +1,8 @@
 // Helpers shared by the packing subcommands (see pack_cli.h).
 #include "mkpack/pack_cli.h"
 
+#include <unistd.h>
+
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -43,6 +45,33 @@ void ProgressBar::Update(const WriteProgress& p, bool force) {
 
 void ProgressBar::Clear() {
   if (drawn_) std::fprintf(stderr, "\r%*s\r", 100, "");
+}
+
+RunProgressBar::RunProgressBar() : tty_(::isatty(STDERR_FILENO) == 1) {}
+
+void RunProgressBar::Attach(PackEvents* events) {
+  events->writing = [this](const PackSummary& s) -> const std::atomic<int>* {
+    Start(s);
+    return nullptr;
+  };
+  events->progress = [this](const WriteProgress& p) {
+    if (bar_) bar_->Update(p);
+  };
+  events->write_ended = [this] {
+    if (bar_) bar_->Clear();
+  };
+}
+
+void RunProgressBar::Start(const PackSummary& s) {
+  if (tty_) bar_.emplace(s.inputs.size(), s.plan.data_bytes);
+}
+
+void PrintPlannedShards(const PackPlan& plan) {
+  for (const PlannedShard& s : plan.shards) {
+    std::printf("%s\t%zu members\t%llu data bytes\t%llu bytes\n", s.name.c_str(),
+                s.members.size(), static_cast<unsigned long long>(s.data_bytes),
+                static_cast<unsigned long long>(s.bytes));
+  }
 }
 
 void AddShardLimitOptions(CLI::App* sub, ShardLimitArgs* args, bool members_and_align) {

@@ -5,13 +5,15 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "core/base/byte_size.h"
 #include "core/base/status.h"
-#include "core/pack/pack_writer.h"
+#include "core/pack/pack_pipeline.h"
+#include "core/write/pack_writer.h"
 
 namespace packfs::mkpack {
 
@@ -65,5 +67,24 @@ class ProgressBar {
   Clock::time_point start_, last_{};
   bool drawn_ = false;
 };
+
+// The progress bar of a packing run: drawn while the shards are written, when stderr is a
+// terminal; nothing otherwise. Must outlive the run it is attached to.
+class RunProgressBar {
+ public:
+  RunProgressBar();
+  // Sets events->writing (Start), events->progress and events->write_ended (clears the bar). A
+  // command with its own `writing` event replaces it and calls Start from there.
+  void Attach(PackEvents* events);
+  // Starts the bar over the run's inputs and data bytes.
+  void Start(const PackSummary& s);
+
+ private:
+  bool tty_;
+  std::optional<ProgressBar> bar_;
+};
+
+// The dry run's shards on stdout, one line each: name, members, data bytes, bytes (tab-separated).
+void PrintPlannedShards(const PackPlan& plan);
 
 }  // namespace packfs::mkpack

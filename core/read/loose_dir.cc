@@ -1,7 +1,7 @@
 // Loose directories as pack sets: one raw shard per regular file (see loose_dir.h).
 #include "core/read/loose_dir.h"
 
-#include "core/pack/file_walk.h"
+#include "core/write/file_walk.h"
 
 namespace packfs {
 

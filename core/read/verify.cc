@@ -11,9 +11,9 @@
 #include "core/base/key.h"
 #include "core/base/parallel_for.h"
 #include "core/catalog/catalog.h"
-#include "core/pack/pack_writer.h"
 #include "core/read/pack_set.h"
 #include "core/read/shard_format.h"
+#include "core/write/pack_writer.h"
 
 namespace packfs {
 

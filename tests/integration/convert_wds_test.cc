@@ -7,8 +7,8 @@
 #include <map>
 #include <set>
 
-#include "core/pack/pack_writer.h"
 #include "core/read/pack_set.h"
+#include "core/write/pack_writer.h"
 #include "tests/support/tar_util.h"
 #include "tests/support/test_util.h"
 

@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <map>
 
-#include "core/pack/pack_input.h"
 #include "core/read/filesystem.h"
+#include "core/write/pack_input.h"
 #include "tests/support/test_util.h"
 
 namespace packfs {

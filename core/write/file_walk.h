@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/base/status.h"
-#include "core/pack/pack_input.h"
+#include "core/write/pack_input.h"
 
 namespace packfs {
 

@@ -1,6 +1,6 @@
 // Reading pack inputs: whole small inputs in one read, large ones streamed, and the parallel
 // prefetcher that keeps a writer fed from cold caches or network filesystems.
-#include "core/pack/pack_input.h"
+#include "core/write/pack_input.h"
 
 #include <fcntl.h>
 #include <unistd.h>

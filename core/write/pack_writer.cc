@@ -1,5 +1,5 @@
 // Shard planning, pack directory state, and crash-safe shard writing (see pack_writer.h).
-#include "core/pack/pack_writer.h"
+#include "core/write/pack_writer.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 // Directory walk and file-list parsing for mkpack pack.
-#include "core/pack/file_walk.h"
+#include "core/write/file_walk.h"
 
 #include <dirent.h>
 #include <fcntl.h>

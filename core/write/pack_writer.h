@@ -26,7 +26,7 @@
 #include "core/base/status.h"
 #include "core/catalog/catalog.h"
 #include "core/format/zip_writer.h"
-#include "core/pack/pack_input.h"
+#include "core/write/pack_input.h"
 
 namespace packfs {
 
