@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <set>
@@ -115,16 +116,21 @@ TEST(HttpClientTest, RejectsZeroConnections) {
 
 // ---- nginx -----------------------------------------------------------------------------------
 
-class NginxTest : public ::testing::Test {
+// A suite over one `Server` (NginxServer, FaultServer) serving root_, which holds data_ as
+// data.bin; every test skips or fails (SkipOrFailWithoutServer) when the server did not start.
+template <class Server>
+class ServedDataTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
+  // For the suite's SetUpTestSuite: data_ is `size` pseudo-random bytes from `seed`; `more`
+  // writes further files into root_.
+  static void Serve(size_t size, uint64_t seed,
+                    const std::function<void(const TempDir&)>& more = nullptr) {
     root_ = std::make_unique<TempDir>();
-    data_ = std::make_unique<std::string>(RandomBytes(kDataSize, 42));
+    data_ = std::make_unique<std::string>(RandomBytes(size, seed));
     WriteFile(*root_ / "data.bin", *data_);
-    WriteFile(*root_ / "concurrent.bin", *data_);
-    WriteFile(*root_ / "dir with space/é.bin", "hello");
+    if (more) more(*root_);
     std::string why;
-    server_ = NginxServer::Start(root_->path(), &why);
+    server_ = Server::Start(root_->path(), &why);
     if (server_ == nullptr) why_ = std::make_unique<std::string>(why);
   }
   static void TearDownTestSuite() {
@@ -134,17 +140,24 @@ class NginxTest : public ::testing::Test {
     why_.reset();
   }
   void SetUp() override {
-    if (server_ == nullptr) {
-      if (why_->find("not installed") != std::string::npos) GTEST_SKIP() << *why_;
-      FAIL() << *why_;
-    }
+    if (server_ == nullptr) testing::SkipOrFailWithoutServer(*why_);
   }
-  std::string Url(const std::string& name) { return server_->url() + "/" + name; }
 
   static inline std::unique_ptr<TempDir> root_;
   static inline std::unique_ptr<std::string> data_;
-  static inline std::unique_ptr<NginxServer> server_;
+  static inline std::unique_ptr<Server> server_;
   static inline std::unique_ptr<std::string> why_;
+};
+
+class NginxTest : public ServedDataTest<NginxServer> {
+ protected:
+  static void SetUpTestSuite() {
+    Serve(kDataSize, 42, [](const TempDir& root) {
+      WriteFile(root / "concurrent.bin", *data_);
+      WriteFile(root / "dir with space/é.bin", "hello");
+    });
+  }
+  std::string Url(const std::string& name) { return server_->url() + "/" + name; }
 };
 
 TEST_F(NginxTest, HeadReportsSizeEtagAndRanges) {
@@ -367,28 +380,9 @@ TEST_F(NginxTest, RemoteStoreMapsShardNamesToUrls) {
 
 // ---- fault server ------------------------------------------------------------------------------
 
-class FaultTest : public ::testing::Test {
+class FaultTest : public ServedDataTest<FaultServer> {
  protected:
-  static void SetUpTestSuite() {
-    root_ = std::make_unique<TempDir>();
-    data_ = std::make_unique<std::string>(RandomBytes(300000, 9));
-    WriteFile(*root_ / "data.bin", *data_);
-    std::string why;
-    server_ = FaultServer::Start(root_->path(), &why);
-    if (server_ == nullptr) why_ = std::make_unique<std::string>(why);
-  }
-  static void TearDownTestSuite() {
-    server_.reset();
-    root_.reset();
-    data_.reset();
-    why_.reset();
-  }
-  void SetUp() override {
-    if (server_ == nullptr) {
-      if (why_->find("not installed") != std::string::npos) GTEST_SKIP() << *why_;
-      FAIL() << *why_;
-    }
-  }
+  static void SetUpTestSuite() { Serve(300000, 9); }
   std::string Url(const std::string& path) { return server_->url() + path; }
   // How many requests the server saw for `path`.
   int Count(const std::string& path) {
@@ -396,11 +390,6 @@ class FaultTest : public ::testing::Test {
     EXPECT_TRUE(body.ok()) << body.status().ToString();
     return body.ok() ? std::stoi(*body) : -1;
   }
-
-  static inline std::unique_ptr<TempDir> root_;
-  static inline std::unique_ptr<std::string> data_;
-  static inline std::unique_ptr<FaultServer> server_;
-  static inline std::unique_ptr<std::string> why_;
 };
 
 TEST_F(FaultTest, RetriesThrough503s) {
