@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -112,6 +113,79 @@ TEST(HttpClientTest, RejectsZeroConnections) {
   HttpOptions o;
   o.max_connections = 0;
   EXPECT_EQ(HttpClient::Create(o).status().code(), Code::kInvalidArgument);
+}
+
+// ---- answer classification and backoff (pure) ------------------------------------------------
+
+TEST(HttpPolicyTest, RetriesServerErrorsAndThrottlingOnly) {
+  for (long status : {500L, 502L, 503L, 504L, 599L, 429L, 408L}) {
+    EXPECT_TRUE(http_policy::RetryableHttpStatus(status)) << status;
+  }
+  for (long status : {400L, 401L, 403L, 404L, 409L, 412L, 416L, 499L}) {
+    EXPECT_FALSE(http_policy::RetryableHttpStatus(status)) << status;
+  }
+}
+
+TEST(HttpPolicyTest, StatusErrorsNameTheRequestAndCarryTheirErrno) {
+  const Status missing = http_policy::HttpStatusError("GET http://h/x", 404, "Not Found", "");
+  EXPECT_EQ(missing.code(), Code::kNotFound);
+  EXPECT_EQ(missing.err(), ENOENT);
+  EXPECT_EQ(missing.message(), "GET http://h/x: HTTP 404 Not Found");
+
+  const Status denied = http_policy::HttpStatusError(
+      "HEAD http://h/b/k", 403, "Forbidden",
+      "<Error><Code>SignatureDoesNotMatch</Code><Message>bad signature</Message></Error>");
+  EXPECT_EQ(denied.code(), Code::kIOError);
+  EXPECT_EQ(denied.err(), EACCES);
+  EXPECT_EQ(denied.message().rfind("HEAD http://h/b/k: HTTP 403 Forbidden "
+                                   "(SignatureDoesNotMatch: bad signature); check the credentials",
+                                   0),
+            0u)
+      << denied.message();
+  EXPECT_EQ(http_policy::HttpStatusError("GET u", 401, "", "").err(), EACCES);
+
+  const Status busy =
+      http_policy::HttpStatusError("GET u", 503, "", "<Error><Code>SlowDown</Code></Error>");
+  EXPECT_EQ(busy.code(), Code::kIOError);
+  EXPECT_EQ(busy.err(), EIO);
+  EXPECT_EQ(busy.message(), "GET u: HTTP 503 (SlowDown)");
+}
+
+TEST(HttpPolicyTest, BackoffCapDoublesFromTheBaseUpToTheMaximum) {
+  HttpOptions o;
+  o.backoff_base = std::chrono::milliseconds(100);
+  o.backoff_max = std::chrono::milliseconds(5000);
+  EXPECT_EQ(http_policy::BackoffCap(o, 1), std::chrono::milliseconds(100));  // before try 2
+  EXPECT_EQ(http_policy::BackoffCap(o, 2), std::chrono::milliseconds(200));
+  EXPECT_EQ(http_policy::BackoffCap(o, 3), std::chrono::milliseconds(400));
+  EXPECT_EQ(http_policy::BackoffCap(o, 6), std::chrono::milliseconds(3200));
+  EXPECT_EQ(http_policy::BackoffCap(o, 7), std::chrono::milliseconds(5000));
+  // A long run of tries neither overflows nor passes the maximum.
+  EXPECT_EQ(http_policy::BackoffCap(o, 1000), std::chrono::milliseconds(5000));
+  o.backoff_base = std::chrono::milliseconds(0);
+  EXPECT_EQ(http_policy::BackoffCap(o, 5), std::chrono::milliseconds(0));
+}
+
+TEST(HttpPolicyTest, BackoffDelayIsJitteredUnderTheCapAndTheDeadline) {
+  HttpOptions o;
+  o.backoff_base = std::chrono::milliseconds(10);
+  o.backoff_max = std::chrono::milliseconds(1000);
+  std::mt19937_64 rng(3);
+  const std::chrono::milliseconds plenty(60000);
+  std::set<int64_t> seen;
+  for (int i = 0; i < 2000; ++i) {
+    const auto d = http_policy::BackoffDelay(o, 3, plenty, rng);  // cap 40 ms
+    EXPECT_GE(d.count(), 0);
+    EXPECT_LE(d.count(), 40);
+    seen.insert(d.count());
+  }
+  // Full jitter: the whole range is used, both ends included.
+  EXPECT_EQ(seen.size(), 41u);
+  // Never past what is left of the request's time, never negative when nothing is.
+  for (int i = 0; i < 200; ++i) {
+    EXPECT_LE(http_policy::BackoffDelay(o, 20, std::chrono::milliseconds(7), rng).count(), 7);
+    EXPECT_EQ(http_policy::BackoffDelay(o, 20, std::chrono::milliseconds(-5), rng).count(), 0);
+  }
 }
 
 // ---- nginx -----------------------------------------------------------------------------------
