@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <random>
 #include <span>
 #include <string>
 #include <string_view>
@@ -136,5 +137,29 @@ class HttpClient {
   HttpOptions options_;
   std::unique_ptr<Pool> pool_;
 };
+
+// HttpClient's answer classification and retry delays, pure functions (exposed for tests).
+namespace http_policy {
+
+// Whether a request answered with HTTP `status` (an error) is worth another try: 5xx, 429 (Too
+// Many Requests), 408 (Request Timeout).
+bool RetryableHttpStatus(long status);
+
+// The error for a non-2xx answer to `what` ("GET <url>"): the status and reason, and S3's XML
+// <Code>/<Message> from `body` when present. NotFound for 404; IOError with EACCES and advice on
+// credentials for 401 and 403; IOError (EIO) otherwise.
+Status HttpStatusError(const std::string& what, long status, const std::string& reason,
+                       const std::string& body);
+
+// The longest wait after failed try `attempt` (>= 1): backoff_base * 2^(attempt - 1), at most
+// backoff_max.
+std::chrono::milliseconds BackoffCap(const HttpOptions& options, int attempt);
+
+// The wait after failed try `attempt`: uniform in [0, BackoffCap] (full jitter, drawn from
+// `rng`), cut to `left` (what remains before the request's deadline), never negative.
+std::chrono::milliseconds BackoffDelay(const HttpOptions& options, int attempt,
+                                       std::chrono::milliseconds left, std::mt19937_64& rng);
+
+}  // namespace http_policy
 
 }  // namespace packfs

@@ -18,6 +18,7 @@
 #include "core/base/unique_fd.h"
 #include "tests/support/http_servers.h"
 #include "tests/support/mount_util.h"
+#include "tests/support/remote_fixture.h"
 #include "tests/support/test_util.h"
 
 namespace packfs {
@@ -27,23 +28,15 @@ namespace fs = std::filesystem;
 using testing::Mount;
 using testing::TempDir;
 
-std::map<std::string, std::string> TreeFiles(const std::string& root) {
-  std::map<std::string, std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(root)) {
-    if (e.is_regular_file()) {
-      out[fs::relative(e.path(), root).string()] = testing::ReadFile(e.path().string());
-    }
-  }
-  return out;
+// Access-log lines naming shard objects (GETs and HEADs), once the log stops growing.
+size_t ShardRequests(const testing::NginxServer& server) {
+  return server.SettledRequests("/pack-");
 }
 
-// Access-log lines naming shard objects (GETs and HEADs), once the log stops growing.
-size_t ShardRequests(const testing::NginxServer& server) { return server.SettledRequests("/pack-"); }
-
-class RemoteCacheMountTest : public ::testing::Test {
+class RemoteCacheMountTest : public testing::FreshServedSetTest {
  protected:
-  void SetUp() override {
-    if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse here";
+  RemoteCacheMountTest() : FreshServedSetTest("1M") {}
+  void WriteTree() override {
     for (int i = 0; i < 24; ++i) {
       testing::WriteFile(tmp_ / ("src/small/f" + std::to_string(i)),
                          testing::RandomBytes((static_cast<size_t>(i) * 7919) % 90000, i + 1));
@@ -51,33 +44,19 @@ class RemoteCacheMountTest : public ::testing::Test {
     // Past the whole-member limit: read in blocks with read-ahead.
     testing::WriteFile(tmp_ / "src/big/large.bin", testing::RandomBytes(6 << 20, 77));
     testing::WriteFile(tmp_ / "src/big/medium.bin", testing::RandomBytes(1500000, 78));
-    ::mkdir((tmp_ / "www").c_str(), 0755);
-    auto r = testing::Run({testing::MkpackPath(), "pack", tmp_ / "src", tmp_ / "www/media",
-                           "--max-pack-bytes", "1M", "--no-fsync"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    std::string why;
-    server_ = testing::NginxServer::Start(tmp_ / "www", &why);
-    if (!server_) GTEST_SKIP() << why;
-    ::mkdir((tmp_ / "mnt").c_str(), 0755);
   }
   std::vector<std::string> Args() const {
     return {"--cache-dir", tmp_ / "cat", "--disk-cache", tmp_ / "disk", "--cache-size", "16M",
             "--disk-cache-size", "1G"};
   }
-  void ExpectTreeIsSource() {
-    const auto want = TreeFiles(tmp_ / "src");
-    const auto got = TreeFiles(tmp_ / "mnt");
-    ASSERT_EQ(got.size(), want.size());
-    for (const auto& [key, bytes] : want) {
-      auto it = got.find(key);
-      ASSERT_NE(it, got.end()) << key;
-      EXPECT_TRUE(it->second == bytes) << key << ": " << it->second.size() << " vs "
-                                       << bytes.size();
-    }
+  void ExpectTreeIsSource() { testing::ExpectSameFiles(tmp_ / "src", tmp_ / "mnt"); }
+  // The mount's "remote_cache" counters (user.packfs.stats), as Python prints `expr` over them
+  // (named c).
+  testing::RunResult CacheStats(const std::string& expr) const {
+    return testing::Sh("getfattr --only-values -n user.packfs.stats '" + (tmp_ / "mnt") +
+                       "' | python3 -c 'import json,sys; c=json.load(sys.stdin)"
+                       "[\"remote_cache\"]; print(" + expr + ")'");
   }
-
-  TempDir tmp_;
-  std::unique_ptr<testing::NginxServer> server_;
 };
 
 TEST_F(RemoteCacheMountTest, SecondMountReadsEverythingFromTheDiskCache) {
@@ -102,9 +81,7 @@ TEST_F(RemoteCacheMountTest, SecondMountReadsEverythingFromTheDiskCache) {
   ExpectTreeIsSource();
   EXPECT_EQ(ShardRequests(*server_), after_mount) << server_->AccessLog();
   // The reader's counters in the stats attribute say the same: no GET, every extent from disk.
-  auto stats = testing::Sh("getfattr --only-values -n user.packfs.stats '" + (tmp_ / "mnt") +
-                           "' | python3 -c 'import json,sys; c=json.load(sys.stdin)"
-                           "[\"remote_cache\"]; print(c[\"requests\"], c[\"disk_hits\"] > 0)'");
+  auto stats = CacheStats("c[\"requests\"], c[\"disk_hits\"] > 0");
   EXPECT_EQ(stats.out, "0 True\n") << stats.err;
 }
 
@@ -124,8 +101,7 @@ TEST_F(RemoteCacheMountTest, ACatalogReplacedBetweenMountsServesTheNewSet) {
   testing::WriteFile(tmp_ / "src/small/new.bin", testing::RandomBytes(3000, 600));
   auto r = testing::Sh("rm -rf '" + (tmp_ / "www/media") + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  r = testing::Run({testing::MkpackPath(), "pack", tmp_ / "src", tmp_ / "www/media",
-                    "--max-pack-bytes", "1M", "--no-fsync"});
+  r = testing::PackTree(tmp_ / "src", tmp_ / "www/media", "1M");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // nginx's ETag is the mtime in whole seconds and the size: a catalog rebuilt within the same
   // second at the same size (SQLite grows in pages) would look unchanged to any HTTP client.
@@ -167,9 +143,7 @@ TEST_F(RemoteCacheMountTest, DamagedDiskCacheBytesAreFetchedAgainNeverServed) {
   Mount m({server_->url() + "/media"}, tmp_ / "mnt", Args());
   ASSERT_TRUE(m.ok()) << m.result().err;
   ExpectTreeIsSource();
-  auto stats = testing::Sh("getfattr --only-values -n user.packfs.stats '" + (tmp_ / "mnt") +
-                           "' | python3 -c 'import json,sys; c=json.load(sys.stdin)"
-                           "[\"remote_cache\"]; print(c[\"disk_damaged\"] > 0, c[\"requests\"] > 0)'");
+  auto stats = CacheStats("c[\"disk_damaged\"] > 0, c[\"requests\"] > 0");
   EXPECT_EQ(stats.out, "True True\n") << stats.err;
 }
 

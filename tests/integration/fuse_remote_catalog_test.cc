@@ -16,6 +16,7 @@
 
 #include "tests/support/http_servers.h"
 #include "tests/support/mount_util.h"
+#include "tests/support/remote_fixture.h"
 #include "tests/support/test_util.h"
 
 namespace packfs {
@@ -39,27 +40,21 @@ size_t CatalogRequests(const testing::NginxServer& server) {
   return server.SettledRequests("/.packfs-catalog.sqlite");
 }
 
-class RemoteCatalogMountTest : public ::testing::Test {
+class RemoteCatalogMountTest : public testing::FreshServedSetTest {
  protected:
-  void SetUp() override {
-    if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse here";
-    // 3,000 members: a catalog of several 64 KiB blocks, the files of d00 near its start, those
-    // of d15 in its middle.
+  RemoteCatalogMountTest() : FreshServedSetTest("64K") {}
+  // 3,000 members: a catalog of several 64 KiB blocks, the files of d00 near its start, those of
+  // d15 in its middle.
+  void WriteTree() override {
     for (int d = 0; d < kDirs; ++d) {
       for (int f = 0; f < kPerDir; ++f) {
         testing::WriteFile(tmp_ / ("src/" + KeyOf(d, f)),
                            testing::RandomBytes(static_cast<size_t>(f * 13 + d), d * 1000 + f));
       }
     }
-    ::mkdir((tmp_ / "www").c_str(), 0755);
-    auto r = testing::Run({testing::MkpackPath(), "pack", tmp_ / "src", tmp_ / "www/media",
-                           "--max-pack-bytes", "64K", "--no-fsync"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  void CheckPackedSet() override {
     ASSERT_GT(fs::file_size(tmp_ / "www/media/.packfs-catalog.sqlite"), 3u * 65536);
-    std::string why;
-    server_ = testing::NginxServer::Start(tmp_ / "www", &why);
-    if (!server_) GTEST_SKIP() << why;
-    ::mkdir((tmp_ / "mnt").c_str(), 0755);
   }
   std::vector<std::string> Args(bool disk) const {
     std::vector<std::string> args = {"--catalog-download-limit", "4K", "--cache-dir",
@@ -92,9 +87,6 @@ class RemoteCatalogMountTest : public ::testing::Test {
     errors.resize(n > 0 ? static_cast<size_t>(n) : 0);
     return errors;
   }
-
-  TempDir tmp_;
-  std::unique_ptr<testing::NginxServer> server_;
 };
 
 TEST_F(RemoteCatalogMountTest, InPlaceCatalogServesTheSetAndALaterMountReadsItsPagesFromDisk) {

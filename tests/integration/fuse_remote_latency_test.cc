@@ -4,11 +4,8 @@
 // and a plain curl through the proxy is held too. Nothing here asserts on packfs's speed; the
 // figures are in bench/bench_remote.py.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
 #include <chrono>
-#include <filesystem>
-#include <map>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -16,27 +13,17 @@
 #include "tests/support/delay_proxy.h"
 #include "tests/support/http_servers.h"
 #include "tests/support/mount_util.h"
+#include "tests/support/remote_fixture.h"
 #include "tests/support/test_util.h"
 
 namespace packfs {
 namespace {
 
-namespace fs = std::filesystem;
 using testing::DelayProxy;
 using testing::Mount;
 using testing::TempDir;
 
 constexpr double kDelayMs = 20;
-
-std::map<std::string, std::string> TreeFiles(const std::string& root) {
-  std::map<std::string, std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(root)) {
-    if (e.is_regular_file()) {
-      out[fs::relative(e.path(), root).string()] = testing::ReadFile(e.path().string());
-    }
-  }
-  return out;
-}
 
 size_t Lines(const std::string& text) {
   size_t n = 0;
@@ -54,62 +41,37 @@ std::vector<DelayProxy::Chunk> Requests(const DelayProxy& proxy) {
   return out;
 }
 
-class RemoteLatencyTest : public ::testing::Test {
+class RemoteLatencyTest : public testing::ServedSetMountTest {
  protected:
   static void SetUpTestSuite() {
-    tmp_ = std::make_unique<TempDir>();
-    const TempDir& t = *tmp_;
-    for (int i = 0; i < 30; ++i) {
-      const size_t size = (static_cast<size_t>(i) * 9973) % 200000;
-      testing::WriteFile(t / ("src/d" + std::to_string(i % 3) + "/f" + std::to_string(i)),
-                         testing::RandomBytes(size, static_cast<uint64_t>(i) + 7));
-    }
-    testing::WriteFile(t / "src/big.bin", testing::RandomBytes(3000001, 5));
-    ::mkdir((t / "www").c_str(), 0755);
-    auto r = testing::Run({testing::MkpackPath(), "pack", t / "src", t / "www/media",
-                           "--max-pack-bytes", "512K", "--no-fsync"});
-    if (r.exit_code != 0) {
-      why_ = std::make_unique<std::string>("mkpack pack failed: " + r.err);
-      return;
-    }
+    ServeSet(
+        [](const TempDir& t) {
+          for (int i = 0; i < 30; ++i) {
+            const size_t size = (static_cast<size_t>(i) * 9973) % 200000;
+            testing::WriteFile(t / ("src/d" + std::to_string(i % 3) + "/f" + std::to_string(i)),
+                               testing::RandomBytes(size, static_cast<uint64_t>(i) + 7));
+          }
+          testing::WriteFile(t / "src/big.bin", testing::RandomBytes(3000001, 5));
+        },
+        "512K");
+    if (server_ == nullptr) return;
     std::string why;
-    server_ = testing::NginxServer::Start(t / "www", &why);
-    if (server_ != nullptr) proxy_ = DelayProxy::Start(server_->port(), kDelayMs, &why);
+    proxy_ = DelayProxy::Start(server_->port(), kDelayMs, &why);
     if (proxy_ == nullptr) why_ = std::make_unique<std::string>(why);
   }
   static void TearDownTestSuite() {
     proxy_.reset();
-    server_.reset();
-    tmp_.reset();
-    why_.reset();
+    ServedSetMountTest::TearDownTestSuite();
   }
-  void SetUp() override {
-    if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse here";
-    if (why_ != nullptr) GTEST_SKIP() << *why_;
-    ::mkdir((mnt_dir_ / "mnt").c_str(), 0755);
-  }
-  std::string Mnt() const { return mnt_dir_ / "mnt"; }
 
-  static inline std::unique_ptr<TempDir> tmp_;
-  static inline std::unique_ptr<testing::NginxServer> server_;
   static inline std::unique_ptr<DelayProxy> proxy_;
-  static inline std::unique_ptr<std::string> why_;
-  TempDir mnt_dir_;
 };
 
 TEST_F(RemoteLatencyTest, MountThroughTheProxyServesEveryFileAndEveryRequestIsHeld) {
   {
-    Mount m({proxy_->url() + "/media"}, Mnt(), {"--cache-dir", mnt_dir_ / "cache"});
+    Mount m({proxy_->url() + "/media"}, Mnt(), CacheArgs());
     ASSERT_TRUE(m.ok()) << m.result().err;
-    const auto want = TreeFiles(*tmp_ / "src");
-    const auto got = TreeFiles(Mnt());
-    ASSERT_EQ(got.size(), want.size());
-    for (const auto& [key, bytes] : want) {
-      auto it = got.find(key);
-      ASSERT_NE(it, got.end()) << key;
-      EXPECT_TRUE(it->second == bytes) << key << ": " << it->second.size() << " vs "
-                                       << bytes.size();
-    }
+    ASSERT_NO_FATAL_FAILURE(testing::ExpectSameFiles(*tmp_ / "src", Mnt()));
   }
   // Every request nginx answered came through the proxy (nginx writes its log line after the
   // response, so wait for the counts to meet), and the proxy held each one for the delay.

@@ -20,6 +20,7 @@
 #include "core/remote/remote_pack_set.h"
 #include "tests/support/http_servers.h"
 #include "tests/support/mount_util.h"
+#include "tests/support/remote_fixture.h"
 #include "tests/support/test_util.h"
 
 namespace packfs {
@@ -55,24 +56,18 @@ int ReadAll(const std::string& path, std::string* out) {
   return err;
 }
 
-// The files of a tree, key -> bytes.
-std::map<std::string, std::string> TreeFiles(const std::string& root) {
-  std::map<std::string, std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(root)) {
-    if (e.is_regular_file()) {
-      out[fs::relative(e.path(), root).string()] = testing::ReadFile(e.path().string());
-    }
-  }
-  return out;
-}
-
-class RemoteMountTest : public ::testing::Test {
+class RemoteMountTest : public testing::ServedSetMountTest {
  protected:
   static void SetUpTestSuite() {
-    tmp_ = std::make_unique<TempDir>();
-    const TempDir& t = *tmp_;
-    // Small files of many sizes (one exactly kSmallSize), nested directories, two large files,
-    // and an MP4 when ffmpeg is here.
+    ServeSet(WriteTree, "256K");
+    if (broken_ != nullptr) return;
+    // The same shards without a catalog.
+    testing::Sh("mkdir -p '" + (*tmp_ / "www/nocat/media") + "' && cp '" + (*tmp_ / "www/media") +
+                "'/pack-*.zip '" + (*tmp_ / "www/nocat/media") + "'/");
+  }
+  // Small files of many sizes (one exactly kSmallSize), nested directories, two large files, and
+  // an MP4 when ffmpeg is here.
+  static void WriteTree(const TempDir& t) {
     for (int i = 0; i < 40; ++i) {
       const size_t size = (static_cast<size_t>(i) * 7919) % 60000;
       testing::WriteFile(t / ("src/small/d" + std::to_string(i % 4) + "/f" + std::to_string(i)),
@@ -88,50 +83,13 @@ class RemoteMountTest : public ::testing::Test {
                              t / "src/video/clip.mp4"});
       (void)r;  // without it the ffprobe check skips
     }
-    ::mkdir((t / "www").c_str(), 0755);
-    auto r = testing::Run({testing::MkpackPath(), "pack", t / "src", t / "www/media",
-                           "--max-pack-bytes", "256K", "--no-fsync"});
-    if (r.exit_code != 0) {
-      why_ = std::make_unique<std::string>("mkpack pack failed: " + r.err);
-      return;
-    }
-    // The same shards without a catalog.
-    testing::Sh("mkdir -p '" + (t / "www/nocat/media") + "' && cp '" + (t / "www/media") +
-                "'/pack-*.zip '" + (t / "www/nocat/media") + "'/");
-    std::string why;
-    server_ = testing::NginxServer::Start(t / "www", &why);
-    if (server_ == nullptr) why_ = std::make_unique<std::string>(why);
   }
-  static void TearDownTestSuite() {
-    server_.reset();
-    tmp_.reset();
-    why_.reset();
-  }
-  void SetUp() override {
-    if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse here";
-    if (why_ != nullptr) GTEST_SKIP() << *why_;
-    ::mkdir((mnt_dir_ / "mnt").c_str(), 0755);
-  }
-  std::string Mnt() const { return mnt_dir_ / "mnt"; }
-  std::vector<std::string> CacheArgs() const { return {"--cache-dir", mnt_dir_ / "cache"}; }
-
-  static inline std::unique_ptr<TempDir> tmp_;
-  static inline std::unique_ptr<testing::NginxServer> server_;
-  static inline std::unique_ptr<std::string> why_;
-  TempDir mnt_dir_;
 };
 
 TEST_F(RemoteMountTest, HttpMountServesEveryFileByteForByte) {
   Mount m({server_->url() + "/media"}, Mnt(), CacheArgs());
   ASSERT_TRUE(m.ok()) << m.result().err;
-  const auto want = TreeFiles(*tmp_ / "src");
-  const auto got = TreeFiles(Mnt());
-  ASSERT_EQ(got.size(), want.size());
-  for (const auto& [key, bytes] : want) {
-    auto it = got.find(key);
-    ASSERT_NE(it, got.end()) << key;
-    EXPECT_TRUE(it->second == bytes) << key << ": " << it->second.size() << " vs " << bytes.size();
-  }
+  ASSERT_NO_FATAL_FAILURE(testing::ExpectSameFiles(*tmp_ / "src", Mnt()));
   // References name the shard by the URL's last segment; the shard xattr is its URL.
   const std::string ref = GetXattr(Mnt() + "/big/a.bin", "user.packfs.ref");
   EXPECT_EQ(ref.rfind("zip://big/a.bin::media/pack-", 0), 0u) << ref;
@@ -268,7 +226,7 @@ TEST_F(RemoteMountTest, UnreachableServerFailsTheMount) {
 std::map<std::string, std::vector<std::string>> FilesByShard(const std::string& mnt,
                                                              const std::string& src) {
   std::map<std::string, std::vector<std::string>> by_shard;
-  for (const auto& [key, bytes] : TreeFiles(src)) {
+  for (const auto& [key, bytes] : testing::TreeFiles(src)) {
     const std::string ref = GetXattr(mnt + "/" + key, "user.packfs.ref");
     by_shard[ref.substr(ref.rfind("::") + 2)].push_back(key);
   }
@@ -368,81 +326,40 @@ TEST_F(RemoteMountTest, ReplacedShardsFailWithEioOthersStillServe) {
 }
 
 // S3 through moto: signed requests with a catalog, then an unsigned listing without one.
-class S3MountTest : public RemoteMountTest {
+class S3MountTest : public testing::WithSignedS3<RemoteMountTest> {
  protected:
   static void SetUpTestSuite() {
     RemoteMountTest::SetUpTestSuite();
-    if (why_ != nullptr) return;
-    std::string why;
-    moto_ = testing::MotoServer::Start(&why);
-    if (moto_ == nullptr) {
-      why_ = std::make_unique<std::string>(why);
-      return;
-    }
     const std::string media = *tmp_ / "www/media";
-    const testing::MotoServer::Credentials user = moto_->SetUpWithUser(
+    StartMoto(
         "import glob, os\n"
         "s3.create_bucket(Bucket='packfs-signed')\n"
         "s3.create_bucket(Bucket='packfs-nocat', ACL='public-read')\n"
         "for p in sorted(glob.glob('" + media + "/pack-*.zip')):\n"
         "    body = open(p, 'rb').read()\n"
-        "    s3.put_object(Bucket='packfs-signed', Key='sets/media/' + os.path.basename(p), Body=body)\n"
+        "    s3.put_object(Bucket='packfs-signed', Key='sets/media/' + os.path.basename(p),\n"
+        "                  Body=body)\n"
         "    s3.put_object(Bucket='packfs-nocat', Key='media/' + os.path.basename(p), Body=body,\n"
         "                  ACL='public-read')\n"
         "s3.put_object(Bucket='packfs-signed', Key='sets/media/.packfs-catalog.sqlite',\n"
         "              Body=open('" + media + "/.packfs-catalog.sqlite', 'rb').read())\n"
         "s3.put_object(Bucket='packfs-nocat', Key='media/notes.txt', Body=b'not a shard')\n");
-    key_ = std::make_unique<std::string>(user.key);
-    secret_ = std::make_unique<std::string>(user.secret);
   }
-  static void TearDownTestSuite() {
-    moto_.reset();
-    key_.reset();
-    secret_.reset();
-    RemoteMountTest::TearDownTestSuite();
-  }
-  void SetUp() override {
-    RemoteMountTest::SetUp();
-    // Credentials reach the packfs child through its environment, as for a user.
-    for (const char* v : {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
-                          "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"}) {
-      ::unsetenv(v);
-    }
-  }
-  void TearDown() override {
-    ::unsetenv("AWS_ACCESS_KEY_ID");
-    ::unsetenv("AWS_SECRET_ACCESS_KEY");
-  }
-
-  static inline std::unique_ptr<testing::MotoServer> moto_;
-  static inline std::unique_ptr<std::string> key_;
-  static inline std::unique_ptr<std::string> secret_;
 };
 
 TEST_F(S3MountTest, SignedBucketWithCatalog) {
-  moto_->SetAuth(true);
-  ::setenv("AWS_ACCESS_KEY_ID", key_->c_str(), 1);
-  ::setenv("AWS_SECRET_ACCESS_KEY", secret_->c_str(), 1);
+  SignIn(user_->secret);
   std::vector<std::string> args = CacheArgs();
   args.insert(args.end(), {"--endpoint", moto_->endpoint(), "--region", "us-east-1"});
   Mount m({"s3://packfs-signed/sets/media"}, Mnt(), args);
   ASSERT_TRUE(m.ok()) << m.result().err;
-  const auto want = TreeFiles(*tmp_ / "src");
-  const auto got = TreeFiles(Mnt());
-  ASSERT_EQ(got.size(), want.size());
-  for (const auto& [key, bytes] : want) {
-    auto it = got.find(key);
-    ASSERT_NE(it, got.end()) << key;
-    EXPECT_TRUE(it->second == bytes) << key;
-  }
+  ASSERT_NO_FATAL_FAILURE(testing::ExpectSameFiles(*tmp_ / "src", Mnt()));
   const std::string ref = GetXattr(Mnt() + "/big/b.bin", "user.packfs.ref");
   EXPECT_EQ(ref.rfind("zip://big/b.bin::media/pack-", 0), 0u) << ref;
 }
 
 TEST_F(S3MountTest, WrongSecretFailsTheMount) {
-  moto_->SetAuth(true);
-  ::setenv("AWS_ACCESS_KEY_ID", key_->c_str(), 1);
-  ::setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret", 1);
+  SignIn("not-the-secret");
   std::vector<std::string> args = CacheArgs();
   args.insert(args.end(), {"--endpoint", moto_->endpoint()});
   Mount m({"s3://packfs-signed/sets/media"}, Mnt(), args);
@@ -458,14 +375,7 @@ TEST_F(S3MountTest, UnsignedBucketWithoutCatalogIsListedAndIndexed) {
   args.insert(args.end(), {"--endpoint", moto_->endpoint(), "--anonymous"});
   Mount m({"s3://packfs-nocat/media"}, Mnt(), args);
   ASSERT_TRUE(m.ok()) << m.result().err;
-  const auto want = TreeFiles(*tmp_ / "src");
-  const auto got = TreeFiles(Mnt());
-  ASSERT_EQ(got.size(), want.size());
-  for (const auto& [key, bytes] : want) {
-    auto it = got.find(key);
-    ASSERT_NE(it, got.end()) << key;
-    EXPECT_TRUE(it->second == bytes) << key;
-  }
+  ASSERT_NO_FATAL_FAILURE(testing::ExpectSameFiles(*tmp_ / "src", Mnt()));
 }
 
 }  // namespace

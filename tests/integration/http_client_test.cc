@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <set>
@@ -113,18 +115,96 @@ TEST(HttpClientTest, RejectsZeroConnections) {
   EXPECT_EQ(HttpClient::Create(o).status().code(), Code::kInvalidArgument);
 }
 
+// ---- answer classification and backoff (pure) ------------------------------------------------
+
+TEST(HttpPolicyTest, RetriesServerErrorsAndThrottlingOnly) {
+  for (long status : {500L, 502L, 503L, 504L, 599L, 429L, 408L}) {
+    EXPECT_TRUE(http_policy::RetryableHttpStatus(status)) << status;
+  }
+  for (long status : {400L, 401L, 403L, 404L, 409L, 412L, 416L, 499L}) {
+    EXPECT_FALSE(http_policy::RetryableHttpStatus(status)) << status;
+  }
+}
+
+TEST(HttpPolicyTest, StatusErrorsNameTheRequestAndCarryTheirErrno) {
+  const Status missing = http_policy::HttpStatusError("GET http://h/x", 404, "Not Found", "");
+  EXPECT_EQ(missing.code(), Code::kNotFound);
+  EXPECT_EQ(missing.err(), ENOENT);
+  EXPECT_EQ(missing.message(), "GET http://h/x: HTTP 404 Not Found");
+
+  const Status denied = http_policy::HttpStatusError(
+      "HEAD http://h/b/k", 403, "Forbidden",
+      "<Error><Code>SignatureDoesNotMatch</Code><Message>bad signature</Message></Error>");
+  EXPECT_EQ(denied.code(), Code::kIOError);
+  EXPECT_EQ(denied.err(), EACCES);
+  EXPECT_EQ(denied.message().rfind("HEAD http://h/b/k: HTTP 403 Forbidden "
+                                   "(SignatureDoesNotMatch: bad signature); check the credentials",
+                                   0),
+            0u)
+      << denied.message();
+  EXPECT_EQ(http_policy::HttpStatusError("GET u", 401, "", "").err(), EACCES);
+
+  const Status busy =
+      http_policy::HttpStatusError("GET u", 503, "", "<Error><Code>SlowDown</Code></Error>");
+  EXPECT_EQ(busy.code(), Code::kIOError);
+  EXPECT_EQ(busy.err(), EIO);
+  EXPECT_EQ(busy.message(), "GET u: HTTP 503 (SlowDown)");
+}
+
+TEST(HttpPolicyTest, BackoffCapDoublesFromTheBaseUpToTheMaximum) {
+  HttpOptions o;
+  o.backoff_base = std::chrono::milliseconds(100);
+  o.backoff_max = std::chrono::milliseconds(5000);
+  EXPECT_EQ(http_policy::BackoffCap(o, 1), std::chrono::milliseconds(100));  // before try 2
+  EXPECT_EQ(http_policy::BackoffCap(o, 2), std::chrono::milliseconds(200));
+  EXPECT_EQ(http_policy::BackoffCap(o, 3), std::chrono::milliseconds(400));
+  EXPECT_EQ(http_policy::BackoffCap(o, 6), std::chrono::milliseconds(3200));
+  EXPECT_EQ(http_policy::BackoffCap(o, 7), std::chrono::milliseconds(5000));
+  // A long run of tries neither overflows nor passes the maximum.
+  EXPECT_EQ(http_policy::BackoffCap(o, 1000), std::chrono::milliseconds(5000));
+  o.backoff_base = std::chrono::milliseconds(0);
+  EXPECT_EQ(http_policy::BackoffCap(o, 5), std::chrono::milliseconds(0));
+}
+
+TEST(HttpPolicyTest, BackoffDelayIsJitteredUnderTheCapAndTheDeadline) {
+  HttpOptions o;
+  o.backoff_base = std::chrono::milliseconds(10);
+  o.backoff_max = std::chrono::milliseconds(1000);
+  std::mt19937_64 rng(3);
+  const std::chrono::milliseconds plenty(60000);
+  std::set<int64_t> seen;
+  for (int i = 0; i < 2000; ++i) {
+    const auto d = http_policy::BackoffDelay(o, 3, plenty, rng);  // cap 40 ms
+    EXPECT_GE(d.count(), 0);
+    EXPECT_LE(d.count(), 40);
+    seen.insert(d.count());
+  }
+  // Full jitter: the whole range is used, both ends included.
+  EXPECT_EQ(seen.size(), 41u);
+  // Never past what is left of the request's time, never negative when nothing is.
+  for (int i = 0; i < 200; ++i) {
+    EXPECT_LE(http_policy::BackoffDelay(o, 20, std::chrono::milliseconds(7), rng).count(), 7);
+    EXPECT_EQ(http_policy::BackoffDelay(o, 20, std::chrono::milliseconds(-5), rng).count(), 0);
+  }
+}
+
 // ---- nginx -----------------------------------------------------------------------------------
 
-class NginxTest : public ::testing::Test {
+// A suite over one `Server` (NginxServer, FaultServer) serving root_, which holds data_ as
+// data.bin; every test skips or fails (SkipOrFailWithoutServer) when the server did not start.
+template <class Server>
+class ServedDataTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
+  // For the suite's SetUpTestSuite: data_ is `size` pseudo-random bytes from `seed`; `more`
+  // writes further files into root_.
+  static void Serve(size_t size, uint64_t seed,
+                    const std::function<void(const TempDir&)>& more = nullptr) {
     root_ = std::make_unique<TempDir>();
-    data_ = std::make_unique<std::string>(RandomBytes(kDataSize, 42));
+    data_ = std::make_unique<std::string>(RandomBytes(size, seed));
     WriteFile(*root_ / "data.bin", *data_);
-    WriteFile(*root_ / "concurrent.bin", *data_);
-    WriteFile(*root_ / "dir with space/é.bin", "hello");
+    if (more) more(*root_);
     std::string why;
-    server_ = NginxServer::Start(root_->path(), &why);
+    server_ = Server::Start(root_->path(), &why);
     if (server_ == nullptr) why_ = std::make_unique<std::string>(why);
   }
   static void TearDownTestSuite() {
@@ -134,17 +214,24 @@ class NginxTest : public ::testing::Test {
     why_.reset();
   }
   void SetUp() override {
-    if (server_ == nullptr) {
-      if (why_->find("not installed") != std::string::npos) GTEST_SKIP() << *why_;
-      FAIL() << *why_;
-    }
+    if (server_ == nullptr) testing::SkipOrFailWithoutServer(*why_);
   }
-  std::string Url(const std::string& name) { return server_->url() + "/" + name; }
 
   static inline std::unique_ptr<TempDir> root_;
   static inline std::unique_ptr<std::string> data_;
-  static inline std::unique_ptr<NginxServer> server_;
+  static inline std::unique_ptr<Server> server_;
   static inline std::unique_ptr<std::string> why_;
+};
+
+class NginxTest : public ServedDataTest<NginxServer> {
+ protected:
+  static void SetUpTestSuite() {
+    Serve(kDataSize, 42, [](const TempDir& root) {
+      WriteFile(root / "concurrent.bin", *data_);
+      WriteFile(root / "dir with space/é.bin", "hello");
+    });
+  }
+  std::string Url(const std::string& name) { return server_->url() + "/" + name; }
 };
 
 TEST_F(NginxTest, HeadReportsSizeEtagAndRanges) {
@@ -367,28 +454,9 @@ TEST_F(NginxTest, RemoteStoreMapsShardNamesToUrls) {
 
 // ---- fault server ------------------------------------------------------------------------------
 
-class FaultTest : public ::testing::Test {
+class FaultTest : public ServedDataTest<FaultServer> {
  protected:
-  static void SetUpTestSuite() {
-    root_ = std::make_unique<TempDir>();
-    data_ = std::make_unique<std::string>(RandomBytes(300000, 9));
-    WriteFile(*root_ / "data.bin", *data_);
-    std::string why;
-    server_ = FaultServer::Start(root_->path(), &why);
-    if (server_ == nullptr) why_ = std::make_unique<std::string>(why);
-  }
-  static void TearDownTestSuite() {
-    server_.reset();
-    root_.reset();
-    data_.reset();
-    why_.reset();
-  }
-  void SetUp() override {
-    if (server_ == nullptr) {
-      if (why_->find("not installed") != std::string::npos) GTEST_SKIP() << *why_;
-      FAIL() << *why_;
-    }
-  }
+  static void SetUpTestSuite() { Serve(300000, 9); }
   std::string Url(const std::string& path) { return server_->url() + path; }
   // How many requests the server saw for `path`.
   int Count(const std::string& path) {
@@ -396,11 +464,6 @@ class FaultTest : public ::testing::Test {
     EXPECT_TRUE(body.ok()) << body.status().ToString();
     return body.ok() ? std::stoi(*body) : -1;
   }
-
-  static inline std::unique_ptr<TempDir> root_;
-  static inline std::unique_ptr<std::string> data_;
-  static inline std::unique_ptr<FaultServer> server_;
-  static inline std::unique_ptr<std::string> why_;
 };
 
 TEST_F(FaultTest, RetriesThrough503s) {

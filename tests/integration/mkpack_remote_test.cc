@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "tests/support/http_servers.h"
+#include "tests/support/remote_fixture.h"
 #include "tests/support/test_util.h"
 
 namespace packfs {
@@ -59,52 +60,44 @@ std::vector<std::string> StatusesAfter(const testing::NginxServer& server,
   return s;
 }
 
-// Writes a small tree and packs it into `out` (several shards).
-void PackTree(const std::string& src, const std::string& out, uint64_t seed, int files) {
+constexpr const char* kMaxPackBytes = "128K";  // several shards
+
+// Writes a small tree under `src`.
+void WriteTree(const std::string& src, uint64_t seed, int files) {
   for (int i = 0; i < files; ++i) {
     const size_t size = (static_cast<size_t>(i) * 7919 + 13) % 50000;
     testing::WriteFile(src + "/d" + std::to_string(i % 3) + "/f" + std::to_string(i) + ".bin",
                        testing::RandomBytes(size, seed + static_cast<uint64_t>(i)));
   }
   testing::WriteFile(src + "/big/a.bin", testing::RandomBytes(400000, seed + 1000));
+}
+
+// Writes a small tree and packs it into `out`.
+void WriteAndPackTree(const std::string& src, const std::string& out, uint64_t seed, int files) {
+  WriteTree(src, seed, files);
   fs::create_directories(fs::path(out).parent_path());
-  RunResult r = testing::Run({testing::MkpackPath(), "pack", src, out, "--max-pack-bytes", "128K",
-                     "--no-fsync"});
+  RunResult r = testing::PackTree(src, out, kMaxPackBytes);
   ASSERT_EQ(r.exit_code, 0) << r.err;
 }
 
-class MkpackRemoteTest : public ::testing::Test {
+class MkpackRemoteTest : public testing::ServedSetTest {
  protected:
   static void SetUpTestSuite() {
-    tmp_ = std::make_unique<TempDir>();
+    ServeSet([](const TempDir& t) { WriteTree(t / "src", 1, 30); }, kMaxPackBytes);
+    if (broken_ != nullptr) return;
     const TempDir& t = *tmp_;
-    PackTree(t / "src", t / "www/media", 1, 30);
     testing::Sh("mkdir -p '" + (t / "www/nocat/media") + "' '" + (t / "www/bad/media") +
                 "' && cp '" + (t / "www/media") + "'/pack-*.zip '" + (t / "www/nocat/media") +
                 "'/ && cp -r '" + (t / "www/media") + "'/. '" + (t / "www/bad/media") + "'/");
-    std::string why;
-    server_ = testing::NginxServer::Start(t / "www", &why);
-    if (server_ == nullptr) why_ = std::make_unique<std::string>(why);
-  }
-  static void TearDownTestSuite() {
-    server_.reset();
-    tmp_.reset();
-    why_.reset();
   }
   void SetUp() override {
-    if (why_ != nullptr) GTEST_SKIP() << *why_;
-    for (const char* v : {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
-                          "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"}) {
-      ::unsetenv(v);
-    }
+    ServedSetTest::SetUp();
+    testing::ClearAwsEnvironment();
   }
   std::string Local() const { return *tmp_ / "www/media"; }
   std::string Url(const std::string& path) const { return server_->url() + "/" + path; }
   std::string Cache() const { return cache_ / "cache"; }
 
-  static inline std::unique_ptr<TempDir> tmp_;
-  static inline std::unique_ptr<testing::NginxServer> server_;
-  static inline std::unique_ptr<std::string> why_;
   TempDir cache_;
 };
 
@@ -271,7 +264,7 @@ TEST_F(MkpackRemoteTest, CatalogCheckOfAUrlPointsToVerify) {
 
 TEST_F(MkpackRemoteTest, UnchangedCatalogCostsA304AndAChangedOneIsUsed) {
   const TempDir& t = *tmp_;
-  PackTree(t / "srcA", t / "www/cond/media", 100, 5);
+  WriteAndPackTree(t / "srcA", t / "www/cond/media", 100, 5);
   const std::string uri = "/cond/media/.packfs-catalog.sqlite";
   RunResult first = Mkpack({"ls", Url("cond/media"), "--cache-dir", Cache()});
   ASSERT_EQ(first.exit_code, 0) << first.err;
@@ -284,9 +277,10 @@ TEST_F(MkpackRemoteTest, UnchangedCatalogCostsA304AndAChangedOneIsUsed) {
 
   // Another set with other keys replaces it on the server (catalog last, with a later mtime:
   // nginx's ETag is mtime and size).
-  PackTree(t / "srcB", t / "newB", 200, 7);
+  WriteAndPackTree(t / "srcB", t / "newB", 200, 7);
   testing::Sh("cd '" + (t / "newB") + "' && cp pack-*.zip '" + (t / "www/cond/media") +
-              "'/ && touch -d '2030-01-01' .packfs-catalog.sqlite && cp -p .packfs-catalog.sqlite '" +
+              "'/ && touch -d '2030-01-01' .packfs-catalog.sqlite && "
+              "cp -p .packfs-catalog.sqlite '" +
               (t / "www/cond/media") + "/.cat.tmp' && mv '" + (t / "www/cond/media") +
               "/.cat.tmp' '" + (t / "www/cond/media") + "/.packfs-catalog.sqlite'");
   RunResult third = Mkpack({"ls", Url("cond/media"), "--cache-dir", Cache()});
@@ -311,48 +305,20 @@ TEST_F(MkpackRemoteTest, UnchangedCatalogCostsA304AndAChangedOneIsUsed) {
 // S3 through moto: a set at the bucket root (moto's signature check mis-encodes "/" in a listing
 // prefix, so signed listings work only without one), catalog built and uploaded with a signed
 // PUT, then used by ls and verify.
-class MkpackS3Test : public MkpackRemoteTest {
+class MkpackS3Test : public testing::WithSignedS3<MkpackRemoteTest> {
  protected:
   static void SetUpTestSuite() {
     MkpackRemoteTest::SetUpTestSuite();
-    if (why_ != nullptr) return;
-    std::string why;
-    moto_ = testing::MotoServer::Start(&why);
-    if (moto_ == nullptr) {
-      why_ = std::make_unique<std::string>(why);
-      return;
-    }
-    const testing::MotoServer::Credentials user = moto_->SetUpWithUser(
+    StartMoto(
         "import glob, os\n"
         "s3.create_bucket(Bucket='packfs-root')\n"
         "for p in sorted(glob.glob('" + (*tmp_ / "www/media") + "/pack-*.zip')):\n"
-        "    s3.put_object(Bucket='packfs-root', Key=os.path.basename(p), Body=open(p, 'rb').read(),\n"
-        "                  ACL='public-read')\n");
-    key_ = std::make_unique<std::string>(user.key);
-    secret_ = std::make_unique<std::string>(user.secret);
-  }
-  static void TearDownTestSuite() {
-    moto_.reset();
-    key_.reset();
-    secret_.reset();
-    MkpackRemoteTest::TearDownTestSuite();
-  }
-  void SignIn(const std::string& secret) {
-    moto_->SetAuth(true);
-    ::setenv("AWS_ACCESS_KEY_ID", key_->c_str(), 1);
-    ::setenv("AWS_SECRET_ACCESS_KEY", secret.c_str(), 1);
-  }
-  void TearDown() override {
-    ::unsetenv("AWS_ACCESS_KEY_ID");
-    ::unsetenv("AWS_SECRET_ACCESS_KEY");
+        "    s3.put_object(Bucket='packfs-root', Key=os.path.basename(p),\n"
+        "                  Body=open(p, 'rb').read(), ACL='public-read')\n");
   }
   std::vector<std::string> S3Args() const {
     return {"--endpoint", moto_->endpoint(), "--cache-dir", Cache()};
   }
-
-  static inline std::unique_ptr<testing::MotoServer> moto_;
-  static inline std::unique_ptr<std::string> key_;
-  static inline std::unique_ptr<std::string> secret_;
 };
 
 TEST_F(MkpackS3Test, CatalogIsUploadedWithASignedPutAndThenUsed) {
@@ -365,7 +331,7 @@ TEST_F(MkpackS3Test, CatalogIsUploadedWithASignedPutAndThenUsed) {
   EXPECT_EQ(denied.exit_code, 2) << denied.out;
   EXPECT_NE(denied.err.find("HTTP 403"), std::string::npos) << denied.err;
 
-  SignIn(*secret_);
+  SignIn(user_->secret);
   RunResult r = Mkpack(args);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("uploaded " + moto_->endpoint() + "/packfs-root/.packfs-catalog.sqlite"),
@@ -377,7 +343,7 @@ TEST_F(MkpackS3Test, CatalogIsUploadedWithASignedPutAndThenUsed) {
   const std::string size = moto_->Python(
       "print(s3.head_object(Bucket='packfs-root', Key='.packfs-catalog.sqlite')['ContentLength'])");
   EXPECT_GT(std::stoull(size), 4096u);
-  SignIn(*secret_);
+  SignIn(user_->secret);
   std::vector<std::string> ls = {"ls", "--long", "s3://packfs-root"};
   ls.insert(ls.end(), s3.begin(), s3.end());
   RunResult remote = Mkpack(ls);

@@ -77,6 +77,15 @@ class RemoteCacheTest : public ::testing::Test {
     }
     return last;
   }
+  // Turns the disk cache on and reads each member [begin, end) once through a fresh reader, so
+  // that the cache holds them; returns obj.bin's disk-cache key.
+  std::string CacheMembers(std::initializer_list<std::pair<uint64_t, uint64_t>> members) {
+    use_disk_ = true;
+    auto reader = NewReader();
+    auto src = Source(reader);
+    for (const auto& [begin, end] : members) ReadMember(*src, begin, end);
+    return DiskKey(*src);
+  }
   // Reads [begin + from, end) of member [begin, end) in kPiece reads and checks the bytes.
   void ReadMember(const ShardSource& src, uint64_t begin, uint64_t end, uint64_t from = 0) {
     std::vector<uint8_t> buf(kPiece);
@@ -299,15 +308,8 @@ TEST_F(RemoteCacheTest, DiskCacheServesASecondReaderWithoutRequests) {
 }
 
 TEST_F(RemoteCacheTest, DamagedDiskCacheBytesAreRefetchedNeverServed) {
-  use_disk_ = true;
-  std::string key;
-  {
-    auto reader = NewReader();
-    auto src = Source(reader);
-    ReadMember(*src, 6000000, 6000000 + 50000);
-    ReadMember(*src, 7000000, 7000000 + 60000);
-    key = DiskKey(*src);
-  }
+  const std::string key =
+      CacheMembers({{6000000, 6000000 + 50000}, {7000000, 7000000 + 60000}});
   auto probe = DiskCache::Open(tmp_ / "disk", uint64_t{10} << 30);
   ASSERT_TRUE(probe.ok());
   const std::string data = (*probe)->PathOf(key);
@@ -340,15 +342,8 @@ TEST_F(RemoteCacheTest, DamagedDiskCacheBytesAreRefetchedNeverServed) {
 }
 
 TEST_F(RemoteCacheTest, CrashLeftoversInTheExtentLogAreIgnored) {
-  use_disk_ = true;
-  std::string key;
-  {
-    auto reader = NewReader();
-    auto src = Source(reader);
-    ReadMember(*src, 1000000, 1000000 + 70000);
-    ReadMember(*src, 3000000, 3000000 + 80000);
-    key = DiskKey(*src);
-  }
+  const std::string key =
+      CacheMembers({{1000000, 1000000 + 70000}, {3000000, 3000000 + 80000}});
   auto probe = DiskCache::Open(tmp_ / "disk", uint64_t{10} << 30);
   ASSERT_TRUE(probe.ok());
   const std::string data = (*probe)->PathOf(key);
@@ -379,14 +374,7 @@ TEST_F(RemoteCacheTest, CrashLeftoversInTheExtentLogAreIgnored) {
 }
 
 TEST_F(RemoteCacheTest, AnExtentLogOfAnotherObjectIsNotUsed) {
-  use_disk_ = true;
-  std::string key;
-  {
-    auto reader = NewReader();
-    auto src = Source(reader);
-    ReadMember(*src, 1000000, 1000000 + 70000);
-    key = DiskKey(*src);
-  }
+  const std::string key = CacheMembers({{1000000, 1000000 + 70000}});
   auto probe = DiskCache::Open(tmp_ / "disk", uint64_t{10} << 30);
   ASSERT_TRUE(probe.ok());
   {

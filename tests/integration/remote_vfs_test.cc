@@ -68,10 +68,7 @@ class RemoteVfsTest : public ::testing::Test {
     why_.reset();
   }
   void SetUp() override {
-    if (why_ != nullptr) {
-      if (why_->find("not installed") != std::string::npos) GTEST_SKIP() << *why_;
-      FAIL() << *why_;
-    }
+    if (why_ != nullptr) return testing::SkipOrFailWithoutServer(*why_);
   }
 
   struct Remote {

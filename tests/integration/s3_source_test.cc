@@ -66,10 +66,7 @@ class S3Test : public ::testing::Test {
     secret_.reset();
   }
   void SetUp() override {
-    if (server_ == nullptr) {
-      if (why_->find("not installed") != std::string::npos) GTEST_SKIP() << *why_;
-      FAIL() << *why_;
-    }
+    if (server_ == nullptr) return testing::SkipOrFailWithoutServer(*why_);
     ASSERT_FALSE(key_->empty());
   }
 

@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <cstring>
 #include <sstream>
@@ -80,6 +82,11 @@ void ChildProcess::Stop() {
   int status;
   ::waitpid(pid_, &status, 0);
   pid_ = -1;
+}
+
+void SkipOrFailWithoutServer(const std::string& why) {
+  if (why.find("not installed") != std::string::npos) GTEST_SKIP() << why;
+  FAIL() << why;
 }
 
 int FreeLoopbackPort() {

@@ -30,6 +30,10 @@ class ChildProcess {
   pid_t pid_ = -1;
 };
 
+// For a test whose server did not start, `why` being the reason Start gave: skips the test when
+// the program is not installed here, fails it otherwise (installed, yet it did not come up).
+void SkipOrFailWithoutServer(const std::string& why);
+
 // A port that was free a moment ago (bound to port 0 and released).
 int FreeLoopbackPort();
 // Polls until a TCP connect to 127.0.0.1:port works; false after timeout_ms.
