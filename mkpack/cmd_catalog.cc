@@ -9,6 +9,7 @@
 #include "core/read/pack_set.h"
 #include "core/remote/remote_catalog.h"
 #include "core/remote/remote_maintenance.h"
+#include "core/remote/url.h"
 #include "mkpack/cli_util.h"
 #include "mkpack/commands.h"
 
@@ -29,14 +30,14 @@ int RunRemoteCatalog(const std::string& location, const std::string& output,
   const RemoteOptions options = MakeRemoteOptions(cli);
   // Upload only where it can work: s3 with a key. A signed PUT of the catalog needs write
   // access, which read-only keys lack; the error then says where the local copy is.
-  const bool signed_s3 = location.rfind("s3://", 0) == 0 && !options.s3.anonymous &&
-                         !options.s3.access_key.empty();
+  Result<Url> url = ParseUrl(location);  // the scheme as the remote set read it (any case)
+  const bool is_s3 = url.ok() && url->is_s3();
+  const bool signed_s3 = is_s3 && !options.s3.anonymous && !options.s3.access_key.empty();
   const bool upload = output.empty() && signed_s3;
   if (!upload && output.empty()) {
     // No silent default file: a catalog dropped into the working directory could overwrite one.
-    const std::string why = location.rfind("s3://", 0) == 0
-                                ? "no S3 credentials to upload it with"
-                                : "an HTTP server cannot be uploaded to";
+    const std::string why =
+        is_s3 ? "no S3 credentials to upload it with" : "an HTTP server cannot be uploaded to";
     PrintError("catalog", Status::InvalidArgument(
                               "the catalog of " + location + " needs -o FILE (" + why +
                               "); then publish FILE as " + location + "/" + kCatalogFileName));

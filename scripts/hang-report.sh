@@ -3,7 +3,9 @@
 # FUSE mounts); with --abort it then aborts the FUSE connections of packfs and the benchmark's
 # FUSE contenders, so readers stuck on a hung server get ENOTCONN and end. scripts/test.sh runs
 # it when a run outlives its time budget; run it by hand when a mount seems stuck.
-# Usage: scripts/hang-report.sh [--abort]   (root: kernel stacks and the abort need it)
+# Usage: scripts/hang-report.sh [--abort [MOUNTPOINT...]]   (root: kernel stacks and the abort
+# need it). With mount points, only those are aborted (a test aborts its own mount, not the
+# mounts of the tests running beside it).
 set -uo pipefail
 
 echo "--- processes (state D = blocked in the kernel; wchan = where)"
@@ -30,6 +32,8 @@ echo "--- FUSE mounts (device, type, mount point)"
 fuse_mounts
 
 if [[ "${1:-}" == "--abort" ]]; then
+  shift
+  only=("$@")
   # The connections directory is a file system of its own (fusectl), not always mounted.
   if [[ ! -e /sys/fs/fuse/connections/. ]] || ! grep -q ' /sys/fs/fuse/connections ' /proc/mounts; then
     mount -t fusectl none /sys/fs/fuse/connections 2>/dev/null ||
@@ -40,6 +44,11 @@ if [[ "${1:-}" == "--abort" ]]; then
       fuse.packfs | fuse.fuse-zip | fuse.archivemount | fuse.squashfuse | fuse.squashfuse_ll) ;;
       *) continue ;;
     esac
+    if ((${#only[@]})); then
+      keep=0
+      for m in "${only[@]}"; do [[ "$mnt" == "$m" ]] && keep=1; done
+      ((keep)) || continue
+    fi
     conn=/sys/fs/fuse/connections/$(( ${dev%%:*} << 20 | ${dev##*:} ))
     if [[ -w "$conn/abort" ]]; then
       echo "--- aborting $type at $mnt ($conn, $(cat "$conn/waiting" 2>/dev/null) requests waiting)"

@@ -14,17 +14,20 @@ failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 tmp=$(mktemp -d)
 server=
+other=
 reader=
 cleanup() {
   [[ -n $server ]] && { kill -CONT "$server"; kill "$server"; } 2>/dev/null
+  [[ -n $other ]] && kill "$other" 2>/dev/null
   [[ -n $reader ]] && kill -9 "$reader" 2>/dev/null
   fusermount3 -uz "$tmp/mnt" 2>/dev/null
+  fusermount3 -uz "$tmp/mnt2" 2>/dev/null
   wait 2>/dev/null
   rm -rf "$tmp"
 }
 trap cleanup EXIT
 
-mkdir -p "$tmp/src/a" "$tmp/mnt"
+mkdir -p "$tmp/src/a" "$tmp/mnt" "$tmp/mnt2"
 head -c 100000 /dev/urandom > "$tmp/src/a/one.bin"
 head -c 100000 /dev/urandom > "$tmp/src/a/two.bin"
 "$build/mkpack" pack "$tmp/src" "$tmp/pack" > /dev/null || { echo "FAIL: mkpack pack"; exit 1; }
@@ -35,6 +38,13 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 cmp -s "$tmp/src/a/one.bin" "$tmp/mnt/a/one.bin" || { echo "FAIL: the mount does not serve"; exit 1; }
+# A second mount, as another test running beside this one would have: the abort leaves it be.
+"$build/packfs" -f "$tmp/pack" "$tmp/mnt2" 2> "$tmp/packfs2.log" &
+other=$!
+for _ in $(seq 100); do
+  [[ -e "$tmp/mnt2/a/one.bin" ]] && break
+  sleep 0.1
+done
 
 # The server stops answering; a read of a file the kernel has not seen yet waits on it.
 kill -STOP "$server"
@@ -43,10 +53,13 @@ reader=$!
 sleep 1
 kill -0 "$reader" 2>/dev/null || fail "the reader did not wait on the stopped server (a test set-up problem)"
 
-report=$("$src/scripts/hang-report.sh" --abort 2>&1)
+# Only this test's mount: other tests may have mounts of their own right now.
+report=$("$src/scripts/hang-report.sh" --abort "$tmp/mnt" 2>&1)
 grep -q "fuse.packfs $tmp/mnt" <<<"$report" || fail "the report does not list the mount: $report"
 grep -q "aborting fuse.packfs at $tmp/mnt" <<<"$report" || fail "the report does not abort the mount: $report"
 grep -q "^--- processes" <<<"$report" || fail "the report has no process list"
+grep -q "aborting fuse.packfs at $tmp/mnt2" <<<"$report" && fail "the abort also hit another mount"
+cmp -s "$tmp/src/a/two.bin" "$tmp/mnt2/a/two.bin" || fail "the other mount stopped serving"
 
 # Aborted, the reader's request fails at once.
 for _ in $(seq 50); do

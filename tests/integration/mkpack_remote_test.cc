@@ -374,5 +374,20 @@ TEST_F(MkpackS3Test, AnonymousCatalogIsWrittenLocallyNotUploaded) {
   EXPECT_NE(r.out.find("publish it beside the shards as"), std::string::npos) << r.out;
 }
 
+TEST_F(MkpackS3Test, S3CatalogWithoutCredentialsOrOutputSaysWhy) {
+  // The scheme in any case is S3 (as the set was read): the refusal names the missing
+  // credentials, not an HTTP server.
+  moto_->SetAuth(false);
+  for (const std::string url : {"s3://packfs-root", "S3://packfs-root"}) {
+    std::vector<std::string> args = {"catalog", url, "--anonymous"};
+    auto s3 = S3Args();
+    args.insert(args.end(), s3.begin(), s3.end());
+    RunResult r = Mkpack(args);
+    EXPECT_EQ(r.exit_code, 2) << url << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find("no S3 credentials to upload it with"), std::string::npos)
+        << url << ": " << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace packfs
