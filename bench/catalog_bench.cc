@@ -62,7 +62,7 @@ int Write(const std::string& dir, uint64_t members) {
     shards[s].info.size = 1 << 30;
     uint64_t lo = members * s / kShards, hi = members * (s + 1) / kShards;
     for (uint64_t i = lo; i < hi; ++i) {
-      ZipMember m;
+      ShardMember m;
       m.name = KeyOf(i);
       m.local_header_offset = (i - lo) * 1000;
       m.data_offset = m.local_header_offset + 30 + m.name.size();

@@ -82,7 +82,7 @@ struct CatalogTotals {
 // One shard's indexed content, the input of a catalog.
 struct ShardContent {
   ShardInfo info;   // id is assigned by BuildNodes from the order of the vector
-  ZipIndex index;
+  ShardIndex index;
 };
 
 // The flattened tree of a pack set, ready to be written or served from memory.
@@ -98,7 +98,7 @@ struct CatalogData {
 
 // The zip member a file node was indexed from (for re-indexing from a catalog without reading
 // the shard).
-ZipMember MemberFromNode(const std::string& key, const Node& file);
+ShardMember MemberFromNode(const std::string& key, const Node& file);
 
 // Builds the tree of all members of `shards` (ids assigned as described above).
 // Fails with InvalidArgument/Corruption naming both places when a key is in two shards or when a

@@ -17,8 +17,8 @@
 
 namespace packfs {
 
-ZipMember MemberFromNode(const std::string& key, const Node& file) {
-  ZipMember m;
+ShardMember MemberFromNode(const std::string& key, const Node& file) {
+  ShardMember m;
   m.name = key;
   m.local_header_offset = file.local_header_offset;
   m.data_offset = file.data_offset;
@@ -135,7 +135,7 @@ class TreeBuilder {
           ++out.totals.directories;
         } else {
           const MemberRef& r = files_[c.index];
-          const ZipMember& m = shards_[r.shard].index.members[r.member];
+          const ShardMember& m = shards_[r.shard].index.members[r.member];
           n.type = NodeType::kFile;
           n.shard = r.shard;
           n.local_header_offset = m.local_header_offset;

@@ -320,15 +320,15 @@ std::string MemberMessage(const ShardSource& src, std::string_view name, const s
 
 }  // namespace
 
-Result<ZipIndex> ReadZipIndex(const ShardSource& src) {
+Result<ShardIndex> ReadZipIndex(const ShardSource& src) {
   return ReadZipIndex(src, ZipIndexOptions{});
 }
 
-Result<ZipIndex> ReadZipIndex(const ShardSource& src, const ZipIndexOptions& options) {
+Result<ShardIndex> ReadZipIndex(const ShardSource& src, const ZipIndexOptions& options) {
   PACKFS_ASSIGN_OR_RETURN(ZipEnd end, FindZipEnd(src));
   PACKFS_ASSIGN_OR_RETURN(Directory dir, ReadCentral(src, end));
 
-  ZipIndex index;
+  ShardIndex index;
   index.archive_start = end.archive_start;
   index.cd_offset = end.cd_offset;
   index.cd_size = end.cd_size;
@@ -380,7 +380,7 @@ Result<ZipIndex> ReadZipIndex(const ShardSource& src, const ZipIndexOptions& opt
       index.problems.push_back(MemberMessage(src, e.name, problems[i]));
       continue;
     }
-    ZipMember m;
+    ShardMember m;
     m.name = std::string(e.name);
     m.local_header_offset = end.archive_start + e.local_offset;
     m.data_offset = data_offsets[i];

@@ -17,39 +17,19 @@
 
 #include "core/base/shard_source.h"
 #include "core/base/status.h"
+#include "core/format/shard_index.h"
 
 namespace packfs {
 
-struct ZipMember {
-  std::string name;                  // the key (validated)
-  uint64_t local_header_offset = 0;  // absolute offset in the shard file
-  uint64_t data_offset = 0;          // absolute offset of the first data byte
-  uint64_t size = 0;
-  uint32_t crc32 = 0;
-  uint32_t mode = 0;   // st_mode bits when the entry was made on Unix with a file type, else 0
-  int64_t mtime = 0;   // seconds since the epoch (extended timestamp if present, else DOS time as UTC)
-};
-
-struct ZipIndex {
-  std::vector<ZipMember> members;     // central-directory order; directory entries excluded
-  std::vector<std::string> problems;  // one message per refused member, naming shard and member
-  uint64_t archive_start = 0;         // bytes of junk before the archive
-  uint64_t cd_offset = 0;             // absolute offset of the central directory
-  uint64_t cd_size = 0;
-  uint64_t cd_entries = 0;            // central entries (including directories); equals the end
-                                      // record's count, or wraps to it in a 16-bit field
-  uint64_t fingerprint = 0;           // XXH3-64 of the central directory bytes
-};
-
 // Indexes the whole shard. Errors name the shard (src.name()).
-Result<ZipIndex> ReadZipIndex(const ShardSource& src);
+Result<ShardIndex> ReadZipIndex(const ShardSource& src);
 
 struct ZipIndexOptions {
   // Bytes read at once where local headers lie close together (small members); 0 reads each
   // header on its own. The result never depends on it, only the number of ReadAt calls.
   size_t read_window = 256 * 1024;
 };
-Result<ZipIndex> ReadZipIndex(const ShardSource& src, const ZipIndexOptions& options);
+Result<ShardIndex> ReadZipIndex(const ShardSource& src, const ZipIndexOptions& options);
 
 // Reads the local header at `local_header_offset` and checks signature, STORED method and that
 // its name equals `expected_name`. Returns the absolute data offset. Used before a member's first

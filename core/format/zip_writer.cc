@@ -338,7 +338,7 @@ void ZipWriter::AppendCentral(const ZipMemberSpec& spec, const ZipPlacement& pl,
   bool far = pl.local_header_offset >= zip::k32Max;
   uint16_t needed = (big || far) ? zip::kVersionNeeded45 : zip::kVersionNeeded20;
   uint32_t dos = DosDateTimeUtc(spec.mtime);
-  ZipMember m;
+  ShardMember m;
   m.name.assign(spec.name);
   m.local_header_offset = pl.local_header_offset;
   m.data_offset = pl.data_offset;

@@ -107,7 +107,7 @@ class ZipWriter {
   const ZipLayout& layout() const { return layout_; }
   // What ReadZipIndex would return for the finished shard (members, directory offset, size,
   // entry count, fingerprint), known without reading the file back. Valid after Finish().
-  const ZipIndex& index() const { return index_; }
+  const ShardIndex& index() const { return index_; }
   const std::string& display_name() const { return name_; }
 
  private:
@@ -134,7 +134,7 @@ class ZipWriter {
   uint64_t synced_to_ = 0;       // start of the range not yet submitted for writeback
   std::vector<uint8_t> central_; // the central directory, built as members are added
   ZipLayout layout_;
-  ZipIndex index_;               // members as a reader will see them; completed by Finish
+  ShardIndex index_;               // members as a reader will see them; completed by Finish
 
   // The member being streamed.
   bool in_member_ = false;

@@ -361,7 +361,7 @@ Result<std::unique_ptr<PackSet>> OpenLeRobotView(const PackSet& dataset, LeRobot
     c.info.name = key;
     c.info.size = size;
     c.info.member_count = 1;
-    ZipMember m;
+    ShardMember m;
     m.name = key;
     m.size = size;
     m.mode = 0100444;

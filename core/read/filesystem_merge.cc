@@ -98,7 +98,7 @@ Status Filesystem::BuildMerged(const FilesystemOptions& options) {
   picks.clear();
   for (auto& shard : shards) {
     std::sort(shard.index.members.begin(), shard.index.members.end(),
-              [](const ZipMember& a, const ZipMember& b) {
+              [](const ShardMember& a, const ShardMember& b) {
                 return a.local_header_offset < b.local_header_offset;
               });
   }

@@ -21,7 +21,7 @@ Result<std::unique_ptr<PackSet>> OpenLooseDirectory(const std::string& dir_in,
     c.info.size = st.size;
     c.info.mtime_ns = st.mtime_ns;
     c.info.member_count = 1;
-    ZipMember m;
+    ShardMember m;
     m.name = in.key;
     m.size = st.size;
     m.mode = 0100444;

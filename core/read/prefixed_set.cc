@@ -29,7 +29,7 @@ Result<std::unique_ptr<PackSet>> OpenPrefixedSet(std::shared_ptr<const PackSet> 
     c.info.name = prefix + key;
     c.info.size = n.size;
     c.info.member_count = 1;
-    ZipMember m;
+    ShardMember m;
     m.name = prefix + key;
     m.size = n.size;
     m.mode = n.mode;

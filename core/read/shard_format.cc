@@ -11,13 +11,13 @@ ShardFormat ShardFormatOf(std::string_view file_name) {
   return IsTarShardName(file_name) ? ShardFormat::kTar : ShardFormat::kZip;
 }
 
-Result<ZipIndex> IndexShard(const ShardSource& src, std::string_view file_name) {
+Result<ShardIndex> IndexShard(const ShardSource& src, std::string_view file_name) {
   if (ShardFormatOf(file_name) == ShardFormat::kZip) return ReadZipIndex(src);
   PACKFS_ASSIGN_OR_RETURN(TarIndex tar, ReadTarIndex(src));
-  ZipIndex index;
+  ShardIndex index;
   index.members.reserve(tar.members.size());
   for (TarMember& t : tar.members) {
-    ZipMember m;
+    ShardMember m;
     m.name = std::move(t.name);
     m.local_header_offset = t.header_offset;
     m.data_offset = t.data_offset;

@@ -20,7 +20,7 @@ ShardFormat ShardFormatOf(std::string_view file_name);
 // Indexes a shard into the zip index shape a catalog is built from. For tar shards the members'
 // local_header_offset is the start of their tar header chain and crc32 is 0 (tar records none;
 // indexing reads headers only).
-Result<ZipIndex> IndexShard(const ShardSource& src, std::string_view file_name);
+Result<ShardIndex> IndexShard(const ShardSource& src, std::string_view file_name);
 
 // The fingerprint a catalog records for the shard (zip: central directory; tar: header blocks).
 Result<uint64_t> ShardFingerprint(const ShardSource& src, std::string_view file_name);

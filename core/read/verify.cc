@@ -29,18 +29,19 @@ std::string Hex(uint32_t v) {
 
 }  // namespace
 
-Status CheckMemberCrcs(const ShardSource& src, const std::vector<ZipMember>& members,
+Status CheckMemberCrcs(const ShardSource& src, const std::vector<ShardMember>& members,
                        std::vector<std::string>* problems, uint64_t* bytes_checked) {
-  std::vector<const ZipMember*> order;
+  std::vector<const ShardMember*> order;
   order.reserve(members.size());
   for (const auto& m : members) order.push_back(&m);
-  std::sort(order.begin(), order.end(),
-            [](const ZipMember* a, const ZipMember* b) { return a->data_offset < b->data_offset; });
+  std::sort(order.begin(), order.end(), [](const ShardMember* a, const ShardMember* b) {
+    return a->data_offset < b->data_offset;
+  });
 
   // A small shard needs no more than its own size (and no 8 MiB of zeroed memory per call).
   std::vector<uint8_t> buf(static_cast<size_t>(std::clamp<uint64_t>(src.size(), 1, kWindow)));
   uint64_t win_start = 0, win_len = 0;  // bytes of the shard currently in buf
-  for (const ZipMember* m : order) {
+  for (const ShardMember* m : order) {
     uint32_t crc = 0;
     uint64_t pos = m->data_offset;
     uint64_t end = m->data_offset + m->size;
@@ -151,7 +152,7 @@ VerifyReport VerifyShards(const VerifyInput& in, int threads) {
   report.shards = names.size();
 
   struct PerShard {
-    ZipIndex index;
+    ShardIndex index;
     uint64_t size = 0;
     std::vector<std::string> problems;
     uint64_t bytes = 0;
@@ -184,7 +185,7 @@ VerifyReport VerifyShards(const VerifyInput& in, int threads) {
   RunWorkers(threads, names.size(), worker);
 
   // Keys unique across shards: key -> (shard index, member) of the first occurrence.
-  std::unordered_map<std::string_view, std::pair<size_t, const ZipMember*>> seen;
+  std::unordered_map<std::string_view, std::pair<size_t, const ShardMember*>> seen;
   for (size_t i = 0; i < per.size(); ++i) {
     for (auto& p : per[i].problems) report.problems.push_back(std::move(p));
     if (!per[i].indexed) continue;
@@ -280,7 +281,7 @@ VerifyReport VerifyShards(const VerifyInput& in, int threads) {
         bool ok = false;
         if (it != seen.end() && n.shard < shard_of_catalog.size() &&
             shard_of_catalog[n.shard] == it->second.first) {
-          const ZipMember& m = *it->second.second;
+          const ShardMember& m = *it->second.second;
           ok = m.data_offset == n.data_offset && m.size == n.size && m.crc32 == n.crc32;
         }
         if (!ok && mismatches++ < 20) {

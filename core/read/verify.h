@@ -28,7 +28,7 @@ struct VerifyReport {
 // Checks the CRC-32 of `members` of one shard, reading it front to back in large windows so that
 // small members cost no syscall each. Appends one message per bad member to `problems`.
 // Returns an error only when the shard cannot be read at all.
-Status CheckMemberCrcs(const ShardSource& src, const std::vector<ZipMember>& members,
+Status CheckMemberCrcs(const ShardSource& src, const std::vector<ShardMember>& members,
                        std::vector<std::string>* problems, uint64_t* bytes_checked);
 
 // A set of zip shards to verify wherever they live (a local directory, HTTP or S3 objects).

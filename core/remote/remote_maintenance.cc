@@ -97,7 +97,7 @@ Result<RemoteCatalogBuild> BuildRemoteCatalog(const std::string& location_in,
     for (size_t i = next++; i < shards.size(); i = next++) {
       const RemoteShard& s = shards[i];
       auto src = RemoteShardSource::FromKnown(client, s.url, s.url, s.size, s.etag);
-      Result<ZipIndex> index = IndexShard(*src, s.name);
+      Result<ShardIndex> index = IndexShard(*src, s.name);
       if (!index.ok()) {
         errors[i] = index.status();
         continue;

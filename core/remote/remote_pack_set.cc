@@ -80,7 +80,7 @@ Result<std::unique_ptr<Catalog>> ListAndIndex(const RemoteStore& store, const st
     const std::string name = o.key.substr(prefix.size());
     std::unique_ptr<RemoteShardSource> src = store.s3()->SourceFor(url.host, o, base + "/" + name);
     (*etags)[i] = src->etag();
-    Result<ZipIndex> index = IndexShard(*src, name);
+    Result<ShardIndex> index = IndexShard(*src, name);
     if (!index.ok()) {
       errors[i] = index.status();
       return;

@@ -204,8 +204,8 @@ Result<std::unordered_map<std::string, std::string>> ReadShardKeys(const std::st
   std::unordered_map<std::string, std::string> keys;
   for (const std::string& name : state.shards) {
     PACKFS_ASSIGN_OR_RETURN(auto src, FileShardSource::Open(dir + "/" + name, dir + "/" + name));
-    PACKFS_ASSIGN_OR_RETURN(ZipIndex idx, ReadZipIndex(*src));
-    for (ZipMember& m : idx.members) {
+    PACKFS_ASSIGN_OR_RETURN(ShardIndex idx, ReadZipIndex(*src));
+    for (ShardMember& m : idx.members) {
       auto [it, inserted] = keys.emplace(m.name, name);
       if (!inserted) {
         return Status::Corruption("key " + QuoteKey(m.name) + " is in both " + dir + "/" +

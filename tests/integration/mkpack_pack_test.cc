@@ -185,7 +185,7 @@ TEST(MkpackPackTest, RoundTripsAllKindsOfNamesThroughEveryZipTool) {
   ASSERT_TRUE(src_file.ok());
   auto idx = ReadZipIndex(**src_file);
   ASSERT_TRUE(idx.ok()) << idx.status().ToString();
-  for (const ZipMember& m : idx->members) {
+  for (const ShardMember& m : idx->members) {
     if (m.size < (1u << 20)) {
       EXPECT_EQ(m.data_offset, m.local_header_offset + 30 + m.name.size() + 9) << m.name;
     }

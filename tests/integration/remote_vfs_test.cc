@@ -44,7 +44,7 @@ class RemoteVfsTest : public ::testing::Test {
       shards[s].info.name = ShardFileName(s);
       shards[s].info.size = uint64_t{1} << 32;
       for (uint64_t i = kMembers * s / 4; i < kMembers * (s + 1) / 4; ++i) {
-        ZipMember m;
+        ShardMember m;
         m.name = KeyOf(i);
         m.local_header_offset = (i - kMembers * s / 4) * 1000;
         m.data_offset = m.local_header_offset + 30 + m.name.size();
@@ -217,7 +217,7 @@ void WriteShardedCatalog(const std::filesystem::path& path, size_t shards, uint6
     contents[s].info.mtime_ns = (int64_t{1700000000} + static_cast<int64_t>(s)) * 1000000000;
     contents[s].info.fingerprint = s * 0x9E3779B97F4A7C15ull;
     for (uint64_t i = members * s / shards; i < members * (s + 1) / shards; ++i) {
-      ZipMember m;
+      ShardMember m;
       m.name = KeyOf(i);
       m.local_header_offset = (i - members * s / shards) * 1000;
       m.data_offset = m.local_header_offset + 30 + m.name.size();

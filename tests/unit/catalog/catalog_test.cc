@@ -19,8 +19,8 @@
 namespace packfs {
 namespace {
 
-ZipMember M(std::string name, uint64_t size, uint64_t lho = 0) {
-  ZipMember m;
+ShardMember M(std::string name, uint64_t size, uint64_t lho = 0) {
+  ShardMember m;
   m.name = std::move(name);
   m.size = size;
   m.local_header_offset = lho;
@@ -31,7 +31,7 @@ ZipMember M(std::string name, uint64_t size, uint64_t lho = 0) {
   return m;
 }
 
-ShardContent Shard(std::string name, std::vector<ZipMember> members) {
+ShardContent Shard(std::string name, std::vector<ShardMember> members) {
   ShardContent s;
   s.info.name = std::move(name);
   s.info.size = 1000;
@@ -349,7 +349,7 @@ void ExpectCorruption(const std::string& path, const std::string& why) {
 
 // A catalog big enough to span many pages, so truncation cuts real data.
 CatalogData BigData(size_t n) {
-  std::vector<ZipMember> members;
+  std::vector<ShardMember> members;
   for (size_t i = 0; i < n; ++i) {
     members.push_back(M("dir" + std::to_string(i % 37) + "/file-" + std::to_string(i) + ".jpg",
                         i, i * 100));
@@ -451,7 +451,7 @@ TEST(CatalogTest, ConcurrentLookupsFromEightThreads) {
 // that runs past the directory's last child into the next directory's ids does not find that
 // directory's children.
 TEST(CatalogTest, LookupsAcrossFencesOfALargeDirectory) {
-  std::vector<ZipMember> members;
+  std::vector<ShardMember> members;
   for (int i = 0; i < 2000; i += 2) {
     char name[32];
     std::snprintf(name, sizeof name, "big/f%04d", i);
@@ -582,7 +582,7 @@ TEST(CatalogTest, TwoHundredThousandMembers) {
   std::string path = tmp / kCatalogFileName;
   std::vector<ShardContent> shards;
   for (int s = 0; s < 4; ++s) {
-    std::vector<ZipMember> members;
+    std::vector<ShardMember> members;
     for (int i = 0; i < 50000; ++i) {
       int k = s * 50000 + i;
       members.push_back(M("episode_" + std::to_string(k / 1000) + "/cam/" + std::to_string(k) +

@@ -24,16 +24,16 @@ std::string Interop(const std::string& rel) { return testing::FixturesDir() + "/
 
 struct Shard {
   std::unique_ptr<FileShardSource> src;
-  ZipIndex index;
+  ShardIndex index;
 };
 
 Result<Shard> IndexFile(const std::string& path, const std::string& display) {
   PACKFS_ASSIGN_OR_RETURN(auto src, FileShardSource::Open(path, display));
-  PACKFS_ASSIGN_OR_RETURN(ZipIndex idx, ReadZipIndex(*src));
+  PACKFS_ASSIGN_OR_RETURN(ShardIndex idx, ReadZipIndex(*src));
   return Shard{std::move(src), std::move(idx)};
 }
 
-std::string ReadMember(const ShardSource& src, const ZipMember& m) {
+std::string ReadMember(const ShardSource& src, const ShardMember& m) {
   std::string s(m.size, '\0');
   Status st = ReadExactly(src, m.data_offset,
                           std::span<uint8_t>(reinterpret_cast<uint8_t*>(s.data()), s.size()), "member");
@@ -47,7 +47,7 @@ std::map<std::string, std::string> MemberHashes(const std::vector<const Shard*>&
   std::vector<std::string> argv = {"sha256sum", "--"};
   std::vector<std::string> names;
   for (const Shard* s : shards) {
-    for (const ZipMember& m : s->index.members) {
+    for (const ShardMember& m : s->index.members) {
       const std::string file = tmp / std::to_string(names.size());
       testing::WriteFile(file, ReadMember(*s->src, m));
       argv.push_back(file);
@@ -117,14 +117,14 @@ Shard IndexBad(const std::string& name, const std::string& file = "pack-0000.zip
   return s.ok() ? std::move(s).value() : Shard{};
 }
 
-bool Has(const ZipIndex& idx, const std::string& name) {
+bool Has(const ShardIndex& idx, const std::string& name) {
   for (const auto& m : idx.members) {
     if (m.name == name) return true;
   }
   return false;
 }
 
-std::string AllProblems(const ZipIndex& idx) {
+std::string AllProblems(const ShardIndex& idx) {
   std::string s;
   for (const auto& p : idx.problems) s += p + "\n";
   return s;
@@ -404,10 +404,10 @@ with Sparse(d + '/big.zip', 'w+') as f:
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_TRUE(s->index.problems.empty()) << AllProblems(s->index);
   ASSERT_EQ(s->index.members.size(), 3u);
-  const ZipMember& bigm = s->index.members[1];
+  const ShardMember& bigm = s->index.members[1];
   EXPECT_EQ(bigm.name, "big.bin");
   EXPECT_EQ(bigm.size, big);
-  const ZipMember& tail = s->index.members[2];
+  const ShardMember& tail = s->index.members[2];
   EXPECT_EQ(tail.name, "tail.bin");
   EXPECT_GT(tail.local_header_offset, 4ull << 30);
   EXPECT_EQ(ReadMember(*s->src, tail), testing::RandomBytes(4096, 11));

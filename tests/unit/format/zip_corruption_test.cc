@@ -73,7 +73,7 @@ Case Zip64WithJunk() {
 // An index of a damaged archive accounts for every member: each one is either in it or refused
 // with a problem (one per refused member). Without this, an index that silently dropped members
 // would pass every check made on the members it does list.
-void ExpectEveryMemberAccountedFor(const Case& c, const ZipIndex& idx, const std::string& what) {
+void ExpectEveryMemberAccountedFor(const Case& c, const ShardIndex& idx, const std::string& what) {
   EXPECT_GE(idx.members.size() + idx.problems.size(), c.members.size())
       << what << ": " << idx.members.size() << " members and " << idx.problems.size()
       << " problems for " << c.members.size() << " members";
@@ -82,13 +82,13 @@ void ExpectEveryMemberAccountedFor(const Case& c, const ZipIndex& idx, const std
 // Checks one damaged archive; `damaged_at` is the damaged byte (or SIZE_MAX for truncation).
 void Check(const Case& c, std::vector<uint8_t> bytes, size_t damaged_at, const std::string& what) {
   MemoryShardSource src("media/pack-0000.zip", std::move(bytes));
-  Result<ZipIndex> idx = ReadZipIndex(src);
+  Result<ShardIndex> idx = ReadZipIndex(src);
   if (!idx.ok()) {
     EXPECT_NE(idx.status().message().find("media/pack-0000.zip"), std::string::npos) << what;
     return;
   }
   ExpectEveryMemberAccountedFor(c, *idx, what);
-  for (const ZipMember& m : idx->members) {
+  for (const ShardMember& m : idx->members) {
     auto it = c.members.find(m.name);
     ASSERT_NE(it, c.members.end()) << what << ": unexpected member " << m.name;
     const Expected& e = it->second;
@@ -167,7 +167,7 @@ TEST(ZipCorruptionTest, RandomMultiByteDamage) {
       continue;
     }
     ExpectEveryMemberAccountedFor(c, *idx, "round " + std::to_string(round));
-    for (const ZipMember& m : idx->members) {
+    for (const ShardMember& m : idx->members) {
       auto it = c.members.find(m.name);
       ASSERT_NE(it, c.members.end()) << "round " << round << " damaged " << damaged;
       if (m.size != 0) {

@@ -32,7 +32,7 @@ std::unique_ptr<MemoryShardSource> Source(const BuiltZip& z) {
   return std::make_unique<MemoryShardSource>(kShard, z.bytes);
 }
 
-std::string Bytes(const ShardSource& src, const ZipMember& m) {
+std::string Bytes(const ShardSource& src, const ShardMember& m) {
   std::string s(m.size, '\0');
   auto n = src.ReadAt(m.data_offset, std::span<uint8_t>(reinterpret_cast<uint8_t*>(s.data()), s.size()));
   EXPECT_TRUE(n.ok());
@@ -40,7 +40,7 @@ std::string Bytes(const ShardSource& src, const ZipMember& m) {
   return s;
 }
 
-const ZipMember* Find(const ZipIndex& idx, std::string_view name) {
+const ShardMember* Find(const ShardIndex& idx, std::string_view name) {
   for (const auto& m : idx.members) {
     if (m.name == name) return &m;
   }
@@ -48,7 +48,8 @@ const ZipMember* Find(const ZipIndex& idx, std::string_view name) {
 }
 
 // Indexes `entries`, expects no problems, and checks every member's bytes, size and CRC.
-ZipIndex ExpectClean(const std::vector<ZipBuilderEntry>& entries, const ZipBuilderOptions& opt = {}) {
+ShardIndex ExpectClean(const std::vector<ZipBuilderEntry>& entries,
+                       const ZipBuilderOptions& opt = {}) {
   BuiltZip z = BuildZip(entries, opt);
   auto src = Source(z);
   auto idx = ReadZipIndex(*src);
@@ -57,7 +58,7 @@ ZipIndex ExpectClean(const std::vector<ZipBuilderEntry>& entries, const ZipBuild
   EXPECT_TRUE(idx->problems.empty()) << idx->problems.front();
   for (const auto& e : entries) {
     if (!e.name.empty() && e.name.back() == '/') continue;
-    const ZipMember* m = Find(*idx, e.name);
+    const ShardMember* m = Find(*idx, e.name);
     EXPECT_NE(m, nullptr) << e.name;
     if (!m) continue;
     EXPECT_EQ(m->size, e.data.size());
@@ -68,7 +69,7 @@ ZipIndex ExpectClean(const std::vector<ZipBuilderEntry>& entries, const ZipBuild
 }
 
 // Indexes and expects exactly one problem, mentioning every string in `needles`.
-ZipIndex ExpectOneProblem(const std::vector<ZipBuilderEntry>& entries,
+ShardIndex ExpectOneProblem(const std::vector<ZipBuilderEntry>& entries,
                           const std::vector<std::string>& needles, const ZipBuilderOptions& opt = {}) {
   BuiltZip z = BuildZip(entries, opt);
   auto src = Source(z);
@@ -101,7 +102,7 @@ Status ExpectShardError(const BuiltZip& z) {
 }
 
 TEST(ZipReaderTest, PlainArchive) {
-  ZipIndex idx = ExpectClean({E("a.txt", "hello"), E("dir/b.bin", testing::RandomBytes(5000, 1)),
+  ShardIndex idx = ExpectClean({E("a.txt", "hello"), E("dir/b.bin", testing::RandomBytes(5000, 1)),
                               E("empty", "")});
   ASSERT_EQ(idx.members.size(), 3u);
   EXPECT_EQ(idx.members[0].name, "a.txt");  // central-directory order
@@ -133,7 +134,7 @@ TEST(ZipReaderTest, Zip64EndRecordsAndExtras) {
   c.zip64_local = true;
   ZipBuilderOptions opt;
   opt.zip64_end = true;
-  ZipIndex idx = ExpectClean({a, b, c}, opt);
+  ShardIndex idx = ExpectClean({a, b, c}, opt);
   EXPECT_EQ(idx.members.size(), 3u);
   EXPECT_EQ(idx.cd_entries, 3u);
 }
@@ -143,7 +144,7 @@ TEST(ZipReaderTest, Zip64EndRecordWithExtensibleData) {
   ZipBuilderOptions opt;
   opt.zip64_end = true;
   opt.zip64_extensible_data = std::string("\x01\x00\x04\x00" "abcd", 8);
-  ZipIndex idx = ExpectClean({E("a.bin", "alpha"), E("b.bin", "beta")}, opt);
+  ShardIndex idx = ExpectClean({E("a.bin", "alpha"), E("b.bin", "beta")}, opt);
   EXPECT_EQ(idx.cd_entries, 2u);
 }
 
@@ -174,7 +175,7 @@ TEST(ZipReaderTest, DataDescriptors) {
 TEST(ZipReaderTest, JunkPrefix) {
   ZipBuilderOptions opt;
   opt.junk_prefix = std::string(304, 'J');
-  ZipIndex idx = ExpectClean({E("a.bin", "alpha"), E("b.bin", "beta")}, opt);
+  ShardIndex idx = ExpectClean({E("a.bin", "alpha"), E("b.bin", "beta")}, opt);
   EXPECT_EQ(idx.archive_start, 304u);
   EXPECT_EQ(idx.members[0].local_header_offset, 304u);
 }
@@ -185,7 +186,7 @@ TEST(ZipReaderTest, JunkPrefixWithZip64) {
   opt.zip64_end = true;
   auto a = E("a.bin", "alpha");
   a.zip64_central = true;
-  ZipIndex idx = ExpectClean({a, E("b.bin", "beta")}, opt);
+  ShardIndex idx = ExpectClean({a, E("b.bin", "beta")}, opt);
   EXPECT_EQ(idx.archive_start, opt.junk_prefix.size());
 }
 
@@ -240,7 +241,7 @@ TEST(ZipReaderTest, WrappedSixteenBitEntryCountIsAccepted) {
 TEST(ZipReaderTest, DirectoryEntriesAreIgnored) {
   auto d = E("dir/", "");
   d.external_attr = 040755u << 16;
-  ZipIndex idx = ExpectClean({d, E("dir/a.bin", "x"), E("dir/sub/", "")});
+  ShardIndex idx = ExpectClean({d, E("dir/a.bin", "x"), E("dir/sub/", "")});
   ASSERT_EQ(idx.members.size(), 1u);
   EXPECT_EQ(idx.members[0].name, "dir/a.bin");
   EXPECT_EQ(idx.cd_entries, 3u);
@@ -256,7 +257,7 @@ TEST(ZipReaderTest, UnixModesAndTimestamps) {
   notype.external_attr = 0644u << 16;  // permission bits without a file type
   auto ut = E("ut.bin", "u");
   ut.ut_mtime = 1700000000;
-  ZipIndex idx = ExpectClean({exe, dos, notype, ut});
+  ShardIndex idx = ExpectClean({exe, dos, notype, ut});
   EXPECT_EQ(Find(idx, "run.sh")->mode, 0100755u);
   EXPECT_EQ(Find(idx, "dos.txt")->mode, 0u);
   EXPECT_EQ(Find(idx, "notype.bin")->mode, 0u);
@@ -270,7 +271,7 @@ TEST(ZipReaderTest, LocalExtraLongerThanCentralExtra) {
   a.local_extra = std::string("\x35\xD9\x58\x02", 4) + std::string(600, '\0');
   auto b = E("b.bin", "short pad");
   b.local_extra = std::string("\x35\xD9\x02\x00\x04\x00", 6);
-  ZipIndex idx = ExpectClean({a, b});
+  ShardIndex idx = ExpectClean({a, b});
   EXPECT_EQ(idx.members[0].data_offset, 30u + 5u + 604u);
 }
 
@@ -304,7 +305,7 @@ TEST(ZipReaderTest, CompressedMembersAreRefusedByMethodName) {
   for (const auto& [method, name] : methods) {
     auto a = E("a.txt", "squeezed");
     a.method = method;
-    ZipIndex idx = ExpectOneProblem({a, E("b.txt", "fine")},
+    ShardIndex idx = ExpectOneProblem({a, E("b.txt", "fine")},
                                     {"member a.txt", "method " + std::to_string(method), name,
                                      "mkpack pack"});
     ASSERT_EQ(idx.members.size(), 1u);
@@ -316,7 +317,7 @@ TEST(ZipReaderTest, EncryptedMembersAreRefused) {
   for (uint16_t flag : {uint16_t{0x1}, uint16_t{0x41}}) {
     auto a = E("a.bin", "secret");
     a.flags = flag;
-    ZipIndex idx = ExpectOneProblem({a, E("b.bin", "open")}, {"member a.bin", "encrypted"});
+    ShardIndex idx = ExpectOneProblem({a, E("b.bin", "open")}, {"member a.bin", "encrypted"});
     EXPECT_EQ(idx.members.size(), 1u);
   }
 }
@@ -367,7 +368,7 @@ TEST(ZipReaderTest, OverlappingMembersAreRefused) {
   a.descriptor_signature = false;
   a.central_size = 4 + 12 + 10;  // reaches into b.bin's local header
   a.central_csize = a.central_size;
-  ZipIndex idx = ExpectOneProblem({a, E("b.bin", "BBBBBBBBBB")}, {"member a.bin", "overlap"});
+  ShardIndex idx = ExpectOneProblem({a, E("b.bin", "BBBBBBBBBB")}, {"member a.bin", "overlap"});
   ASSERT_EQ(idx.members.size(), 1u);
   EXPECT_EQ(idx.members[0].name, "b.bin");
 }
@@ -386,7 +387,7 @@ TEST(ZipReaderTest, UnsafeNamesAreRefusedAndQuoted) {
   const std::vector<std::string> bad = {"../escape", "/etc/passwd", "a\\b", std::string("nu\0l", 4),
                                         "bad\xff utf8", "a/../b", "./x", "a//b", "ctl\x01/../x"};
   for (const std::string& name : bad) {
-    ZipIndex idx = ExpectOneProblem({E(name, "evil"), E("fine.bin", "fine")}, {"unsafe name"});
+    ShardIndex idx = ExpectOneProblem({E(name, "evil"), E("fine.bin", "fine")}, {"unsafe name"});
     ASSERT_EQ(idx.members.size(), 1u);
     EXPECT_EQ(idx.members[0].name, "fine.bin");
     ASSERT_EQ(idx.problems.size(), 1u);
@@ -609,11 +610,11 @@ BuiltZip MixedZip() {
   return BuildZip(entries);
 }
 
-void ExpectSameIndex(const ZipIndex& want, const ZipIndex& got, const std::string& what) {
+void ExpectSameIndex(const ShardIndex& want, const ShardIndex& got, const std::string& what) {
   ASSERT_EQ(want.members.size(), got.members.size()) << what;
   for (size_t i = 0; i < want.members.size(); ++i) {
-    const ZipMember& a = want.members[i];
-    const ZipMember& b = got.members[i];
+    const ShardMember& a = want.members[i];
+    const ShardMember& b = got.members[i];
     EXPECT_EQ(a.name, b.name) << what;
     EXPECT_EQ(a.local_header_offset, b.local_header_offset) << what << " " << a.name;
     EXPECT_EQ(a.data_offset, b.data_offset) << what << " " << a.name;
@@ -635,7 +636,7 @@ TEST(ZipReaderTest, WindowedReadsGiveTheSameIndexAtEveryWindowEdge) {
   ASSERT_TRUE(direct.ok()) << direct.status().ToString();
   // The reference itself is right: every servable member's bytes match the central CRC, and
   // each deliberate problem is refused.
-  for (const ZipMember& m : direct->members) {
+  for (const ShardMember& m : direct->members) {
     std::string data = Bytes(direct_src, m);
     EXPECT_EQ(Crc32(0, data.data(), data.size()), m.crc32) << m.name;
   }
@@ -682,7 +683,7 @@ TEST(ZipReaderTest, FailedWindowFillFallsBackToDirectReads) {
   // A bad region inside the big member's data, which no check reads: a window filled across it
   // fails, and the reader must fall back instead of failing the shard or refusing members.
   uint64_t big_data = 0;
-  for (const ZipMember& m : want->members) {
+  for (const ShardMember& m : want->members) {
     if (m.name == "big/blob.bin") big_data = m.data_offset;
   }
   ASSERT_NE(big_data, 0u);

@@ -85,7 +85,7 @@ TEST(ZipLayoutTest, ProjectionEqualsFileSizeForManyCombinations) {
       ASSERT_EQ(idx->members.size(), ms.size());
       EXPECT_TRUE(idx->problems.empty());
       for (size_t i = 0; i < ms.size(); ++i) {
-        const ZipMember& zm = idx->members[i];
+        const ShardMember& zm = idx->members[i];
         EXPECT_EQ(zm.name, ms[i].name);
         EXPECT_EQ(zm.data_offset, places[i].data_offset);
         EXPECT_EQ(zm.local_header_offset, places[i].local_header_offset);

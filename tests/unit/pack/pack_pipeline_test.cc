@@ -71,7 +71,7 @@ std::map<std::string, std::string> ReadShards(const std::string& dir) {
     EXPECT_TRUE(index.ok()) << index.status().ToString();
     if (!index.ok()) continue;
     EXPECT_TRUE(index->problems.empty()) << name;
-    for (const ZipMember& m : index->members) {
+    for (const ShardMember& m : index->members) {
       std::string bytes(m.size, '\0');
       auto got = (*src)->ReadAt(
           m.data_offset, std::span<uint8_t>(reinterpret_cast<uint8_t*>(bytes.data()), m.size));

@@ -60,13 +60,13 @@ std::vector<ZipBuilderEntry> Entries() {
   return e;
 }
 
-bool SameIndex(const ZipIndex& a, const ZipIndex& b) {
+bool SameIndex(const ShardIndex& a, const ShardIndex& b) {
   if (a.members.size() != b.members.size() || a.problems != b.problems ||
       a.fingerprint != b.fingerprint) {
     return false;
   }
   for (size_t i = 0; i < a.members.size(); ++i) {
-    const ZipMember &x = a.members[i], &y = b.members[i];
+    const ShardMember &x = a.members[i], &y = b.members[i];
     if (x.name != y.name || x.data_offset != y.data_offset || x.size != y.size ||
         x.crc32 != y.crc32 || x.local_header_offset != y.local_header_offset) {
       return false;
@@ -108,9 +108,9 @@ TEST_P(SourceFaultsTest, IndexFailsCleanlyOrAgrees) {
       if (!SameIndex(*got, *healthy)) {
         EXPECT_GT(got->problems.size(), healthy->problems.size()) << "read " << n;
         EXPECT_LT(got->members.size(), healthy->members.size()) << "read " << n;
-        for (const ZipMember& m : got->members) {
+        for (const ShardMember& m : got->members) {
           bool found = false;
-          for (const ZipMember& h : healthy->members) {
+          for (const ShardMember& h : healthy->members) {
             found |= h.name == m.name && h.data_offset == m.data_offset && h.size == m.size &&
                      h.crc32 == m.crc32;
           }
@@ -125,7 +125,7 @@ TEST_P(SourceFaultsTest, IndexFailsCleanlyOrAgrees) {
 TEST_P(SourceFaultsTest, LocalHeaderCheckFailsCleanly) {
   auto healthy = ReadZipIndex(src_);
   ASSERT_TRUE(healthy.ok());
-  for (const ZipMember& m : healthy->members) {
+  for (const ShardMember& m : healthy->members) {
     // The check's first read fails, or comes back short (which a source does only at its end,
     // so the header is not all there): the check must fail naming shard and member, with the
     // cause, never pass on bytes it did not get.
