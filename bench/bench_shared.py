@@ -255,7 +255,8 @@ class Contender:
     """One way of reading the files. kind: "dir" (readfiles over root, a mount made by the
     stacked `mounts` [(cmd, mnt)], e.g. sshfs then packfs over it), "pread" (readfiles --pread of
     the shards under shard_root, through `mounts`) or "gets" (raw ranged GETs through the proxy).
-    role: loose, packfs or raw (the report's columns); ours: its failures break the bench."""
+    role: loose, packfs, raw or local (packfs of the same pack set on the local disk: the
+    report's columns); ours: its failures break the bench."""
 
     def __init__(self, name, role, kind, root=None, mounts=(), shard_root=None, ours=False,
                  via_proxy=True):
@@ -406,13 +407,20 @@ def http_loader_contenders(args, work, d, srv):
     return cs
 
 
-def http_contenders(args, work, d, srv):
+def http_contenders(args, work, d, srv, www):
     mnt = lambda n: os.path.join(work, "mnt", f"shared-{n}")  # noqa: E731
     cs = []
     if not args.quick:
         cs.append(rclone_contender("rclone mount (loose files)", d, srv, "/loose/", mnt("rclone")))
     cs.append(packfs_http_contender("packfs (http)", args, d, srv, "/media", mnt("packfs-http")))
     cs.append(Contender("raw ranged GETs (loose files)", "raw", "gets", ours=True))
+    if not args.quick:
+        # The same pack set from the local disk, no network: what packfs's own request path
+        # allows in each pattern, the ceiling of packfs (http) once it needs few GETs.
+        cs.append(Contender("packfs (local shards)", "local", "dir", mnt("packfs-local"),
+                            [([os.path.join(args.build, "packfs"), os.path.join(www, "media"),
+                               mnt("packfs-local")], mnt("packfs-local"))], ours=True,
+                            via_proxy=False))
     return cs
 
 
@@ -622,7 +630,7 @@ def bench_shared(args, work, ds, rows):
             sshd.stop()
     # (b) an object store over HTTP: nginx behind the proxy.
     srv = Servers(www, os.path.join(d, "nginx"), args.shared_http_delay_ms, autoindex=True)
-    cs = http_contenders(args, work, d, srv)
+    cs = http_contenders(args, work, d, srv, www)
     try:
         broken += run_group(args, f"http {args.shared_http_delay_ms:g} ms",
                             args.shared_http_delay_ms, cs, lists, www, srv.proxy, rows,

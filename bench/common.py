@@ -158,21 +158,27 @@ URING_PARAM = "/sys/module/fuse/parameters/enable_uring"
 
 
 @contextmanager
-def uring_enabled():
-    """Turns enable_uring on for the block and puts the old value back; yields whether the kernel
-    has FUSE over io_uring at all (the `packfs -o io_uring` contenders run only then)."""
+def uring_switch(value):
+    """Sets enable_uring to `value` ("Y" or "N") for the block and puts the old value back;
+    yields whether the kernel has FUSE over io_uring at all."""
     if not os.path.exists(URING_PARAM):
         yield False
         return
     with open(URING_PARAM) as f:
         was = f.read().strip()
     with open(URING_PARAM, "w") as f:
-        f.write("Y")
+        f.write(value)
     try:
         yield True
     finally:
         with open(URING_PARAM, "w") as f:
             f.write(was)
+
+
+def uring_enabled():
+    """enable_uring on for the block (the `packfs -o io_uring` contenders run only where the
+    kernel has it). A mount without -o noio_uring takes the ring by default while it is on."""
+    return uring_switch("Y")
 
 
 def _own_cgroup(hierarchy):

@@ -610,21 +610,32 @@ def shared_section(rows, L):
               "find = `find MNT | wc -l`. Requests = client chunks the proxy held "
               "during the pass (HTTP: one per request; SSH: the SFTP packets the client sent "
               "together), per file read.", ""]
+    # packfs of the same pack set on the local disk (http only): its request path's ceiling.
+    local = any(role == "local" for _, role in names)
     head = ["storage", "pattern", "loose files/s", "packfs files/s", "raw files/s",
             "packfs / loose", "packfs / raw", "requests per file: loose, packfs, raw"]
+    if local:
+        head += ["packfs, local shards files/s", "packfs / local shards",
+                 "local shards / loose"]
     L += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for g in groups:
         for pattern in ("random", "directory walk", "list + walk"):
             cells, rates, reqs = [g, pattern], {}, []
-            for role in ("loose", "packfs", "raw"):
+            for role in ("loose", "packfs", "raw", "local"):
                 rs = runs.get((g, pattern, names.get((g, role))), [])
                 rates[role] = med([rate(r) for r in rs])
+                if role == "local":
+                    continue
                 cells.append(cell(rs) if rs else ("not available" if (g, role) in dead
                                                   else "—"))
                 v = per_file(rs, req)
                 reqs.append(f"{v:.2f}" if v is not None else "—")
             cells += [fmt_ratio(rates["packfs"], rates["loose"]),
                       fmt_ratio(rates["packfs"], rates["raw"]), ", ".join(reqs)]
+            if local:
+                rs = runs.get((g, pattern, names.get((g, "local"))), [])
+                cells += [cell(rs) if rs else "—", fmt_ratio(rates["packfs"], rates["local"]),
+                          fmt_ratio(rates["local"], rates["loose"])]
             L.append("| " + " | ".join(cells) + " |")
     L += ["", "`find MNT | wc -l` (s, median; requests per entry listed):", "",
           "| storage | loose | packfs | loose / packfs (time) |", "|---|---|---|---|"]

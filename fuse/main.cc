@@ -365,7 +365,7 @@ int RunMount(const Plan& plan, int ready_fd) {
     };
   }
   std::shared_ptr<UringCounters> uring_counters;
-  if (plan.mount.io_uring) {
+  if (plan.mount.io_uring.value_or(true)) {
     // The ring's counters join the stats attribute too.
     uring_counters = std::make_shared<UringCounters>();
     opened.fs.extra_stats = [c = uring_counters, before = opened.fs.extra_stats] {
@@ -387,7 +387,8 @@ int RunMount(const Plan& plan, int ready_fd) {
                                            config.max_read);
   params.threads = plan.threads;
   params.debug = plan.debug;
-  params.io_uring = plan.mount.io_uring;
+  params.io_uring = plan.mount.io_uring.value_or(true);
+  params.io_uring_asked = plan.mount.io_uring.value_or(false);
   params.uring_counters = uring_counters;
   auto on_ready = [&log, &ready_fd, daemon] {
     if (!daemon) return;
@@ -479,7 +480,7 @@ int main(int argc, char** argv) {
   app.add_option("-o", cli.o,
                  "mount options: allow_other, uid=N, gid=N, umask=OCTAL, max_read=N, "
                  "catalog=PATH|none, threads=N, on_collision=first|last, log=FILE, nonempty, "
-                 "nocrc, push=SIZE, nopush, nozerocopy, open, io_uring, ...")
+                 "nocrc, push=SIZE, nopush, nozerocopy, open, io_uring, noio_uring, ...")
       ->allow_extra_args(false);
   app.add_option("--threads", cli.threads, "FUSE worker threads (default 8)")
       ->check(CLI::Range(1, 1024));

@@ -91,6 +91,8 @@ Status ParseMountOptions(std::string_view list, MountOptions* out) {
       out->crc = false;
     } else if (opt == "io_uring") {
       out->io_uring = true;
+    } else if (opt == "noio_uring") {
+      out->io_uring = false;
     } else if (opt == "open") {
       out->no_open = false;
     } else if (opt == "debug") {

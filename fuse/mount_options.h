@@ -1,8 +1,8 @@
 // Mount options: splits `-o a,b=c` lists into what packfs handles itself (uid=, gid=, umask=,
 // catalog=, on_collision=, threads=, log=, nozerocopy, nosplice, noprefetch, push=, nopush,
-// nocrc, nonempty, open, io_uring) and what goes to libfuse and the kernel (allow_other,
-// max_read=, ...), dropping what only mount(8) and fstab use (defaults, noauto, nofail, _netdev,
-// user, x-*, ...). Pure functions; thread-compatible.
+// nocrc, nonempty, open, io_uring, noio_uring) and what goes to libfuse and the kernel
+// (allow_other, max_read=, ...), dropping what only mount(8) and fstab use (defaults, noauto,
+// nofail, _netdev, user, x-*, ...). Pure functions; thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +27,9 @@ struct MountOptions {
   bool zero_copy = true;
   bool splice = true;
   bool no_open = true;
-  bool io_uring = false;                    // -o io_uring: serve over FUSE io_uring
+  // FUSE io_uring: unset = where the kernel allows it, quietly; true (-o io_uring) = asked for,
+  // a warning when refused; false (-o noio_uring) = /dev/fuse only.
+  std::optional<bool> io_uring;
   bool prefetch = true;                     // -o noprefetch: no read-ahead at lookup
   std::optional<uint64_t> push_window;      // -o push=SIZE (bytes), -o nopush (0)
   bool crc = true;                          // -o nocrc: no CRC-32 checks of members

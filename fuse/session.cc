@@ -94,7 +94,7 @@ Status ServeMount(const Filesystem& fs, const ServeConfig& config, const Session
   state.on_ready = std::move(on_ready);
   std::string no_uring;
   const bool uring = params.io_uring && UringTransport::KernelAllows(&no_uring);
-  if (params.io_uring && !uring) {
+  if (params.io_uring && !uring && params.io_uring_asked) {
     log.Warning("-o io_uring: " + no_uring + "; serving through /dev/fuse");
     if (params.uring_counters) params.uring_counters->failed.store(true);
   }

@@ -22,9 +22,11 @@ struct SessionParams {
   std::string fuse_options;  // the -o string for libfuse
   int threads = 8;
   bool debug = false;        // libfuse request tracing on stderr
-  // Serve requests over FUSE io_uring when the kernel allows it (fuse/uring_transport.h);
-  // otherwise a warning and /dev/fuse. Its counters go here (may be null).
-  bool io_uring = false;
+  // Serve requests over FUSE io_uring when the kernel allows it (fuse/uring_transport.h),
+  // otherwise through /dev/fuse, saying why when `io_uring_asked` (-o io_uring). Its counters go
+  // here (may be null).
+  bool io_uring = true;
+  bool io_uring_asked = false;
   std::shared_ptr<UringCounters> uring_counters;
 };
 

@@ -236,7 +236,8 @@ ssize_t UringTransport::HookWritev(int fd, struct iovec* iov, int count, void* u
 std::string UringCounters::Json() const {
   return "\"io_uring\": {\"requests\": " + std::to_string(requests.load()) +
          ", \"bound\": " + (bound.load() ? "true" : "false") +
-         ", \"failed\": " + (failed.load() ? "true" : "false") + "}";
+         ", \"failed\": " + (failed.load() ? "true" : "false") +
+         ", \"used\": " + (used.load() && !failed.load() ? "true" : "false") + "}";
 }
 
 bool UringTransport::KernelAllows(std::string* why) {
@@ -355,6 +356,7 @@ void UringTransport::Start() {
   rings_ = std::move(rings);
   for (auto& ring : rings_) threads_.emplace_back([this, r = ring.get()] { RunRing(r); });
   started_.store(true);  // every queue will register: INIT may bind the connection to the ring
+  counters_->used.store(true);
 }
 
 void UringTransport::RunRing(Ring* r) {

@@ -36,7 +36,8 @@ struct UringCounters {
   std::atomic<uint64_t> requests{0};    // requests served through the ring
   std::atomic<bool> bound{false};       // INIT bound the connection to the ring
   std::atomic<uint32_t> registered{0};  // entries the kernel accepted
-  std::atomic<bool> failed{false};      // REGISTER was refused: serving through /dev/fuse
+  std::atomic<bool> failed{false};      // asked for, refused: serving through /dev/fuse
+  std::atomic<bool> used{false};        // the ring serves this mount
   std::string Json() const;             // "io_uring": {...}
 };
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Says what is running and where it waits (process states, kernel stacks of blocked processes,
 # FUSE mounts); with --abort it then aborts the FUSE connections of packfs and the benchmark's
-# FUSE contenders, so readers stuck on a hung server get ENOTCONN and end. scripts/test.sh runs
+# FUSE contenders, so readers stuck on a hung server get ENOTCONN and end (a packfs server over
+# FUSE io_uring is continued, or killed, for that). scripts/test.sh runs
 # it when a run outlives its time budget; run it by hand when a mount seems stuck.
 # Usage: scripts/hang-report.sh [--abort [MOUNTPOINT...]]   (root: kernel stacks and the abort
 # need it). With mount points, only those are aborted (a test aborts its own mount, not the
@@ -31,6 +32,47 @@ fuse_mounts() {
 echo "--- FUSE mounts (device, type, mount point)"
 fuse_mounts
 
+# The servers of a mount: packfs processes whose last argument is the mount point (absolute, or
+# relative to the process's directory).
+servers_of() {
+  local pid arg cwd
+  for pid in $(pgrep -x packfs); do
+    arg=$(tr '\0' '\n' < "/proc/$pid/cmdline" 2>/dev/null | tail -n 1)
+    [[ -n "$arg" ]] || continue
+    if [[ "$arg" != /* ]]; then
+      cwd=$(readlink "/proc/$pid/cwd") || continue
+      arg=$cwd/$arg
+    fi
+    [[ "$(realpath -m -- "$arg")" == "$1" ]] && echo "$pid"
+  done
+}
+
+# A server on FUSE io_uring holds its requests in the ring: the kernel ends them only once the
+# server runs again (a stopped server never does), so after the abort it is continued and, if it
+# has not ended a second later, killed. A /dev/fuse server is left to notice the abort, unmount
+# and exit by itself.
+end_ring_servers() {
+  local pid fd ring left=()
+  for pid in $(servers_of "$1"); do
+    ring=0
+    for fd in /proc/"$pid"/fd/*; do
+      [[ "$(readlink "$fd" 2>/dev/null)" == *io_uring* ]] && { ring=1; break; }
+    done
+    ((ring)) || continue
+    echo "--- its server $pid serves over FUSE io_uring: continuing it so it sees the abort"
+    kill -CONT "$pid" 2>/dev/null
+    left+=("$pid")
+  done
+  ((${#left[@]})) || return 0
+  sleep 1
+  for pid in "${left[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "--- its server $pid is still there: killing it"
+      kill -KILL "$pid" 2>/dev/null
+    fi
+  done
+}
+
 if [[ "${1:-}" == "--abort" ]]; then
   shift
   only=("$@")
@@ -53,6 +95,7 @@ if [[ "${1:-}" == "--abort" ]]; then
     if [[ -w "$conn/abort" ]]; then
       echo "--- aborting $type at $mnt ($conn, $(cat "$conn/waiting" 2>/dev/null) requests waiting)"
       echo 1 > "$conn/abort"
+      [[ "$type" == fuse.packfs ]] && end_ring_servers "$mnt"
     fi
   done < <(fuse_mounts)
 fi

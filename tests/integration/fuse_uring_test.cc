@@ -1,7 +1,9 @@
-// FUSE over io_uring (-o io_uring) through real mounts: every byte read through the ring is the
-// source's (random preads from 8 threads, whole files, mmap, past EOF), the stats attribute shows
-// the requests went through the ring, a kernel that says no leaves a working /dev/fuse mount
-// with a warning, and SIGTERM or a lazy unmount with readers running ends the daemon.
+// FUSE over io_uring through real mounts: every byte read through the ring is the source's
+// (random preads from 8 threads, whole files, mmap, past EOF), the stats attribute shows the
+// requests went through the ring, a kernel that says no to -o io_uring leaves a working /dev/fuse
+// mount with a warning (and, without the option, no warning), mounts take the ring by default
+// where the kernel allows it and not with -o noio_uring, and SIGTERM or a lazy unmount with
+// readers running ends the daemon.
 //
 // The kernel takes FUSE io_uring commands only while the fuse module parameter enable_uring is
 // Y; the suite sets it (CI runs as root) and puts the old value back at the end.
@@ -201,6 +203,44 @@ TEST_F(FuseUringTest, WhenTheKernelSaysNoTheMountServesThroughDevFuse) {
   EXPECT_NE(err.find("echo Y > /sys/module/fuse/parameters/enable_uring"), std::string::npos)
       << err;
   EXPECT_NE(err.find("serving through /dev/fuse"), std::string::npos) << err;
+}
+
+// Without the option the mount takes the ring where the kernel allows it, and serves through
+// /dev/fuse without a word where it does not; -o noio_uring keeps it off.
+TEST_F(FuseUringTest, ByDefaultTheRingWhereTheKernelAllowsIt) {
+  const std::string mnt = tmp_ / "mnt";
+  {
+    Mount m({tmp_ / "media"}, mnt);
+    ASSERT_TRUE(m.ok()) << m.result().err;
+    EXPECT_EQ(ReadEverything(2), 0);
+    json stats = Stats(m.path());
+    EXPECT_TRUE(stats["io_uring"]["used"].get<bool>()) << stats.dump();
+    EXPECT_GE(stats["io_uring"]["requests"].get<uint64_t>(),
+              stats["requests"]["read"].get<uint64_t>()) << stats.dump();
+  }
+  {
+    Mount m({tmp_ / "media"}, mnt, {"-o", "noio_uring"});
+    ASSERT_TRUE(m.ok()) << m.result().err;
+    EXPECT_EQ(ReadEverything(2), 0);
+    json stats = Stats(m.path());
+    EXPECT_FALSE(stats["io_uring"].is_object() && stats["io_uring"]["used"].get<bool>())
+        << stats.dump();
+    EXPECT_GE(stats["requests"]["read"].get<uint64_t>(), 48u);
+  }
+  SetParam("N");
+  {
+    ForegroundPackfs p({"-f", tmp_ / "media", mnt}, tmp_ / "stderr.txt");
+    ASSERT_TRUE(WaitMounted(mnt, true)) << testing::ReadFile(tmp_ / "stderr.txt");
+    EXPECT_EQ(ReadEverything(2), 0);
+    json stats = Stats(mnt);
+    EXPECT_FALSE(stats["io_uring"]["used"].get<bool>()) << stats.dump();
+    EXPECT_FALSE(stats["io_uring"]["failed"].get<bool>()) << stats.dump();
+    EXPECT_EQ(stats["io_uring"]["requests"].get<uint64_t>(), 0u);
+    ASSERT_EQ(::kill(p.pid(), SIGTERM), 0);
+    EXPECT_NE(p.Wait(20), -1);
+  }
+  const std::string err = testing::ReadFile(tmp_ / "stderr.txt");
+  EXPECT_EQ(err.find("io_uring"), std::string::npos) << err;
 }
 
 TEST_F(FuseUringTest, SigtermAndLazyUnmountWithReadersRunning) {

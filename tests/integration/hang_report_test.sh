@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # hang_report_test: scripts/hang-report.sh --abort frees a reader stuck on a hung packfs. A mount
 # whose server is stopped (SIGSTOP) holds a `cat` of one of its files; the report must list the
-# mount and abort its connection, after which the cat fails instead of waiting forever.
+# mount and abort its connection, after which the cat fails instead of waiting forever. Both
+# transports: /dev/fuse (-o noio_uring) and, where the kernel has it, FUSE io_uring (enable_uring
+# set for the run and put back), whose stopped server hang-report.sh must continue or kill.
 # Usage: tests/integration/hang_report_test.sh SOURCE_DIR BUILD_DIR   (exit 77: skipped, no root or
 # /dev/fuse)
 set -uo pipefail
@@ -12,67 +14,84 @@ if [[ $(id -u) -ne 0 || ! -e /dev/fuse ]] || ! command -v fusermount3 >/dev/null
 fi
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-tmp=$(mktemp -d)
+tmp=
 server=
 other=
 reader=
+param=/sys/module/fuse/parameters/enable_uring
+param_was=
 cleanup() {
   [[ -n $server ]] && { kill -CONT "$server"; kill "$server"; } 2>/dev/null
   [[ -n $other ]] && kill "$other" 2>/dev/null
   [[ -n $reader ]] && kill -9 "$reader" 2>/dev/null
-  fusermount3 -uz "$tmp/mnt" 2>/dev/null
-  fusermount3 -uz "$tmp/mnt2" 2>/dev/null
+  if [[ -n $tmp ]]; then
+    fusermount3 -uz "$tmp/mnt" 2>/dev/null
+    fusermount3 -uz "$tmp/mnt2" 2>/dev/null
+  fi
   wait 2>/dev/null
-  rm -rf "$tmp"
+  [[ -n $tmp ]] && rm -rf "$tmp"
+  server='' other='' reader='' tmp=''
 }
-trap cleanup EXIT
+trap 'cleanup; [[ -n $param_was ]] && echo "$param_was" > "$param"' EXIT
 
-mkdir -p "$tmp/src/a" "$tmp/mnt" "$tmp/mnt2"
-head -c 100000 /dev/urandom > "$tmp/src/a/one.bin"
-head -c 100000 /dev/urandom > "$tmp/src/a/two.bin"
-"$build/mkpack" pack "$tmp/src" "$tmp/pack" > /dev/null || { echo "FAIL: mkpack pack"; exit 1; }
-"$build/packfs" -f "$tmp/pack" "$tmp/mnt" 2> "$tmp/packfs.log" &
-server=$!
-for _ in $(seq 100); do
-  [[ -e "$tmp/mnt/a/one.bin" ]] && break
-  sleep 0.1
-done
-cmp -s "$tmp/src/a/one.bin" "$tmp/mnt/a/one.bin" || { echo "FAIL: the mount does not serve"; exit 1; }
-# A second mount, as another test running beside this one would have: the abort leaves it be.
-"$build/packfs" -f "$tmp/pack" "$tmp/mnt2" 2> "$tmp/packfs2.log" &
-other=$!
-for _ in $(seq 100); do
-  [[ -e "$tmp/mnt2/a/one.bin" ]] && break
-  sleep 0.1
-done
+# One case: the mount's server served with the packfs options "$@".
+run_case() {
+  tmp=$(mktemp -d)
+  mkdir -p "$tmp/src/a" "$tmp/mnt" "$tmp/mnt2"
+  head -c 100000 /dev/urandom > "$tmp/src/a/one.bin"
+  head -c 100000 /dev/urandom > "$tmp/src/a/two.bin"
+  "$build/mkpack" pack "$tmp/src" "$tmp/pack" > /dev/null || { fail "mkpack pack"; return; }
+  "$build/packfs" -f "$@" "$tmp/pack" "$tmp/mnt" 2> "$tmp/packfs.log" &
+  server=$!
+  for _ in $(seq 100); do
+    [[ -e "$tmp/mnt/a/one.bin" ]] && break
+    sleep 0.1
+  done
+  cmp -s "$tmp/src/a/one.bin" "$tmp/mnt/a/one.bin" || { fail "$*: the mount does not serve"; return; }
+  # A second mount, as another test running beside this one would have: the abort leaves it be.
+  "$build/packfs" -f "$tmp/pack" "$tmp/mnt2" 2> "$tmp/packfs2.log" &
+  other=$!
+  for _ in $(seq 100); do
+    [[ -e "$tmp/mnt2/a/one.bin" ]] && break
+    sleep 0.1
+  done
 
-# The server stops answering; a read of a file the kernel has not seen yet waits on it.
-kill -STOP "$server"
-cat "$tmp/mnt/a/two.bin" > /dev/null 2> "$tmp/cat.err" &
-reader=$!
-sleep 1
-kill -0 "$reader" 2>/dev/null || fail "the reader did not wait on the stopped server (a test set-up problem)"
+  # The server stops answering; a read of a file the kernel has not seen yet waits on it.
+  kill -STOP "$server"
+  cat "$tmp/mnt/a/two.bin" > /dev/null 2> "$tmp/cat.err" &
+  reader=$!
+  sleep 1
+  kill -0 "$reader" 2>/dev/null || fail "$*: the reader did not wait on the stopped server (a test set-up problem)"
 
-# Only this test's mount: other tests may have mounts of their own right now.
-report=$("$src/scripts/hang-report.sh" --abort "$tmp/mnt" 2>&1)
-grep -q "fuse.packfs $tmp/mnt" <<<"$report" || fail "the report does not list the mount: $report"
-grep -q "aborting fuse.packfs at $tmp/mnt" <<<"$report" || fail "the report does not abort the mount: $report"
-grep -q "^--- processes" <<<"$report" || fail "the report has no process list"
-grep -q "aborting fuse.packfs at $tmp/mnt2" <<<"$report" && fail "the abort also hit another mount"
-cmp -s "$tmp/src/a/two.bin" "$tmp/mnt2/a/two.bin" || fail "the other mount stopped serving"
+  # Only this test's mount: other tests may have mounts of their own right now.
+  report=$("$src/scripts/hang-report.sh" --abort "$tmp/mnt" 2>&1)
+  grep -q "fuse.packfs $tmp/mnt" <<<"$report" || fail "$*: the report does not list the mount: $report"
+  grep -q "aborting fuse.packfs at $tmp/mnt" <<<"$report" || fail "$*: the report does not abort the mount: $report"
+  grep -q "^--- processes" <<<"$report" || fail "$*: the report has no process list"
+  grep -q "aborting fuse.packfs at $tmp/mnt2" <<<"$report" && fail "$*: the abort also hit another mount"
+  cmp -s "$tmp/src/a/two.bin" "$tmp/mnt2/a/two.bin" || fail "$*: the other mount stopped serving"
 
-# Aborted, the reader's request fails at once.
-for _ in $(seq 50); do
-  kill -0 "$reader" 2>/dev/null || break
-  sleep 0.1
-done
-if kill -0 "$reader" 2>/dev/null; then
-  fail "the reader still waits 5 s after the abort"
-else
-  wait "$reader"
-  rc=$?
-  reader=
-  [[ $rc -ne 0 ]] || fail "the reader of an aborted mount succeeded"
+  # Aborted, the reader's request fails at once.
+  for _ in $(seq 50); do
+    kill -0 "$reader" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$reader" 2>/dev/null; then
+    fail "$*: the reader still waits 5 s after the abort"
+  else
+    wait "$reader"
+    rc=$?
+    reader=
+    [[ $rc -ne 0 ]] || fail "$*: the reader of an aborted mount succeeded"
+  fi
+  cleanup
+}
+
+run_case -o noio_uring
+if [[ -e $param ]]; then
+  param_was=$(cat "$param")
+  echo Y > "$param"
+  run_case -o io_uring
 fi
 
 if ((failures > 0)); then
