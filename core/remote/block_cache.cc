@@ -137,6 +137,22 @@ bool BlockCache::Contains(const std::string& object, uint64_t start) const {
   return map_.count(KeyOf(object, start)) != 0;
 }
 
+uint64_t BlockCache::CachedUntil(const std::string& object, uint64_t start, uint64_t end,
+                                 uint64_t step) const {
+  // KeyOf's layout, its number rewritten in place for each key.
+  std::string key = object;
+  key.push_back('\0');
+  const size_t prefix = key.size();
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t at = start;
+  for (; at < end; at += step) {
+    key.resize(prefix);
+    key += std::to_string(at);
+    if (map_.count(key) == 0) break;
+  }
+  return at;
+}
+
 void BlockCache::Demote(const std::string& object, uint64_t start) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = map_.find(KeyOf(object, start));

@@ -84,6 +84,11 @@ class BlockCache {
   Lookup Acquire(const std::string& object, uint64_t start, size_t size);
   // True when the key is cached or claimed (no claim is made, the LRU order is untouched).
   bool Contains(const std::string& object, uint64_t start) const;
+  // The first of start, start + step, ... that is neither cached nor claimed, or the first of
+  // them at or past `end`: Contains over a run of keys under one lock (a sequential reader's
+  // read-ahead window is hundreds of blocks, walked on every read).
+  uint64_t CachedUntil(const std::string& object, uint64_t start, uint64_t end,
+                       uint64_t step) const;
   // Makes a cached extent the next to be evicted. No effect on a claim or an unknown key.
   void Demote(const std::string& object, uint64_t start);
   // Removes a cached extent now (a sequential reader is done with it; readers holding its bytes

@@ -383,10 +383,11 @@ HeaderList HttpClient::Request::Configure(CURL* h, const HttpOptions& o,
     const std::string range = "0-" + std::to_string(first_bytes - 1);
     curl_easy_setopt(h, CURLOPT_RANGE, range.c_str());
   }
-  // 128 KiB receive buffer (libcurl's default is 16 KiB): an eighth of the recv calls and write
-  // callbacks for large ranges; the sequential read of a 256 MiB member used 20% less daemon CPU
-  // with it.
-  curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 128L << 10);
+  // 512 KiB receive buffer, libcurl's largest (its default is 16 KiB): fewer recv calls and write
+  // callbacks for large ranges. The sequential read of a 256 MiB member from a warm server behind
+  // 20 ms: 128 KiB used 20% less daemon CPU than 16 KiB; 512 KiB read 534-590 MB/s against
+  // 422-507 at 128 KiB (4 interleaved rounds, 2026-12-03).
+  curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 512L << 10);
   struct curl_slist* headers = nullptr;
   const auto add = [&headers](const std::string& header) {
     headers = curl_slist_append(headers, header.c_str());

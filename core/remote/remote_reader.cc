@@ -382,8 +382,7 @@ Result<size_t> RemoteReader::Read(const std::shared_ptr<const RangeFetcher>& obj
     const uint64_t part = std::max(std::min(options_.max_part, window / 8),
                                    std::min(options_.min_window, window / 2));
     const uint64_t part_blocks = std::max<uint64_t>(1, part / bs);
-    uint64_t frontier = b1 + 1;
-    while (frontier * bs < ahead_end && memory_.Contains(key, frontier * bs)) ++frontier;
+    const uint64_t frontier = memory_.CachedUntil(key, (b1 + 1) * bs, ahead_end, bs) / bs;
     // Less than a part uncovered: wait for more, unless the member ends there.
     const bool claim = frontier * bs < ahead_end &&
                        (ahead_end == limit || ahead_end - frontier * bs >= part);

@@ -231,5 +231,21 @@ TEST(BlockCacheTest, LargePartsAreWholeAlignedHugePages) {
   ExpectBlock(cache.Acquire("o", kHuge, kBlock).hit, kHuge / kBlock);
 }
 
+TEST(BlockCacheTest, CachedUntilFindsTheFirstKeyNeitherCachedNorClaimed) {
+  BlockCache cache(16 * kBlock);
+  FetchPart(cache, 2, 3);                                           // blocks 2, 3, 4 cached
+  BlockCache::Lookup claim = cache.Acquire("o", 5 * kBlock, kBlock);  // block 5 claimed
+  ASSERT_TRUE(claim.owner);
+  EXPECT_EQ(cache.CachedUntil("o", 2 * kBlock, 10 * kBlock, kBlock), 6 * kBlock);
+  EXPECT_EQ(cache.CachedUntil("o", 0, 10 * kBlock, kBlock), 0u);
+  // All of a run cached: the first key at or past its end.
+  EXPECT_EQ(cache.CachedUntil("o", 2 * kBlock, 4 * kBlock + 1, kBlock), 5 * kBlock);
+  EXPECT_EQ(cache.CachedUntil("o", 2 * kBlock, 2 * kBlock, kBlock), 2 * kBlock);
+  // Another object's keys are other keys.
+  EXPECT_EQ(cache.CachedUntil("p", 2 * kBlock, 10 * kBlock, kBlock), 2 * kBlock);
+  cache.Fail(claim.slot, Status::IOError("test"));
+  EXPECT_EQ(cache.CachedUntil("o", 2 * kBlock, 10 * kBlock, kBlock), 5 * kBlock);
+}
+
 }  // namespace
 }  // namespace packfs
