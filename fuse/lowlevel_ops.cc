@@ -119,9 +119,7 @@ void RaiseReadAheadOnce(SessionState& s) {
     return;
   }
   Result<uint32_t> r = RaiseReadAhead(s.mountpoint, s.config.max_read >> 10);
-  if (!r.ok() && ::geteuid() == 0) {
-    s.log->Info("read-ahead left as it was: " + r.status().message());
-  }
+  if (!r.ok() && ::geteuid() == 0) s.log->Info("read-ahead left as it was: " + r.status().message());
 }
 
 void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
