@@ -23,7 +23,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,7 +41,6 @@
 #include "core/remote/url.h"
 #include "fuse/logger.h"
 #include "fuse/mount_options.h"
-#include "fuse/read_ahead.h"
 #include "fuse/session.h"
 
 namespace packfs {
@@ -69,6 +70,20 @@ struct Cli {
   std::string log;
 };
 
+// Undoes \040-style escapes of /proc/self/mountinfo.
+std::string UnescapeMountinfo(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size() + 0 && std::isdigit(s[i + 1])) {
+      out.push_back(static_cast<char>(std::stoi(s.substr(i + 1, 3), nullptr, 8)));
+      i += 3;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
 Result<std::string> CheckMountpoint(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
@@ -85,10 +100,17 @@ Result<std::string> CheckMountpoint(const std::string& path) {
   if (!::realpath(path.c_str(), buf)) return Status::IOError("mountpoint " + path + ": " +
                                                              ErrnoText(errno), errno);
   std::string real = buf;
-  if (MountDevice(real).ok()) {
-    return Status::AlreadyExists("mountpoint " + real +
-                                 " is busy: something is already mounted there (unmount it "
-                                 "with `fusermount3 -u " + real + "` or choose another directory)");
+  std::ifstream mountinfo("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(mountinfo, line)) {
+    std::istringstream fields(line);
+    std::string id, parent, devno, root, mnt;
+    fields >> id >> parent >> devno >> root >> mnt;
+    if (UnescapeMountinfo(mnt) == real) {
+      return Status::AlreadyExists("mountpoint " + real +
+                                   " is busy: something is already mounted there (unmount it "
+                                   "with `fusermount3 -u " + real + "` or choose another directory)");
+    }
   }
   return real;
 }
