@@ -210,8 +210,12 @@ Status Catalog::LoadHeader(bool lazy_shards) {
     PACKFS_ASSIGN_OR_RETURN(sql::Stmt n, db.Prepare("SELECT max(id) FROM shards"));
     PACKFS_ASSIGN_OR_RETURN(bool any, n.Step());
     if (any && !n.IsNull(0)) {
-      if (n.Int(0) < 0 || n.Int(0) >= int64_t{UINT32_MAX}) {
-        return Status::Corruption("shard id " + std::to_string(n.Int(0)) + " is out of range");
+      // The shard list is a vector indexed by id: a hostile id must not size it (4 billion ids
+      // were a 12 GB allocation). 2^22 shards is 1 PB in shards of 256 MiB.
+      if (n.Int(0) < 0 || n.Int(0) >= int64_t{kMaxShards}) {
+        return Status::Corruption("shard id " + std::to_string(n.Int(0)) +
+                                  " is out of range (a catalog lists at most " +
+                                  std::to_string(kMaxShards) + " shards)");
       }
       shard_count_ = static_cast<uint32_t>(n.Int(0)) + 1;
     }

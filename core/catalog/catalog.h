@@ -159,6 +159,8 @@ class Catalog {
   // where the writer stored it, else the maximum over the rows.
   Result<int64_t> NewestShardMtime() const;
   static constexpr uint32_t kShardBlock = 256;
+  // Most shards a catalog may list (ids 0 .. kMaxShards - 1).
+  static constexpr uint32_t kMaxShards = uint32_t{1} << 22;
   const CatalogTotals& totals() const { return totals_; }
   const std::vector<std::string>& problems() const { return problems_; }
   // Shard file name of each problem, parallel to problems() ("" when unknown).

@@ -402,6 +402,18 @@ TEST(CatalogTest, DamagedOrForeignFilesFailWithCorruption) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ExpectCorruption(foreign, "foreign SQLite database");
 
+  // A shard id near 2^32 sized the shard list to 4 billion entries (found by catalog_fuzz).
+  std::string huge_id = tmp / "huge_id.sqlite";
+  testing::WriteFile(huge_id, bytes);
+  r = testing::Sh("python3 -c \"import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); "
+                  "c.execute('UPDATE shards SET id=4000000000 WHERE id=(SELECT max(id) FROM "
+                  "shards)'); c.commit()\" '" + huge_id + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ExpectCorruption(huge_id, "shard id out of range");
+  auto hc = Catalog::Open(huge_id);
+  EXPECT_NE(hc.status().message().find("at most 4194304 shards"), std::string::npos)
+      << hc.status().message();
+
   std::string no_nodes = tmp / "no_nodes.sqlite";
   testing::WriteFile(no_nodes, bytes);
   r = testing::Sh("python3 -c \"import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); "
