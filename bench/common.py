@@ -142,7 +142,10 @@ def fuse_bdi(mnt):
 
 
 def set_readahead_kb(mnt, kb):
-    """Sets the mount's readahead window; returns the value in effect (None when not writable)."""
+    """Sets the mount's readahead window; returns the value in effect (None when not writable).
+    The mount is asked something first: packfs raises its window to max_read at its first
+    request after INIT (fuse/read_ahead.h), which would otherwise undo a smaller setting."""
+    os.stat(mnt)
     path = fuse_bdi(mnt) + "/read_ahead_kb"
     try:
         with open(path, "w") as f:

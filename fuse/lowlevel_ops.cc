@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "fuse/read_ahead.h"
 
 namespace packfs {
 namespace {
@@ -109,9 +111,23 @@ void OpInit(void* userdata, fuse_conn_info* conn) {
   }
 }
 
+// Once INIT is through, which sets the mount's read-ahead (at most 128 KiB), the first request
+// raises it to max_read (fuse/read_ahead.h). Without root it stays.
+void RaiseReadAheadOnce(SessionState& s) {
+  if (!s.read_ahead_pending.load(std::memory_order_relaxed) ||
+      !s.read_ahead_pending.exchange(false)) {
+    return;
+  }
+  Result<uint32_t> r = RaiseReadAhead(s.mountpoint, s.config.max_read >> 10);
+  if (!r.ok() && ::geteuid() == 0) {
+    s.log->Info("read-ahead left as it was: " + r.status().message());
+  }
+}
+
 void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   Guard(req, "lookup", [&] {
     SessionState& s = State(req);
+    RaiseReadAheadOnce(s);
     s.fs->stats().Count(RequestKind::kLookup);
     // A lookup by path is nearly always followed by a read: the disk read of a small file
     // starts now, overlapping the round trips of the reply, the open and the READ request.
@@ -153,6 +169,7 @@ void OpForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
 void OpGetattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
   Guard(req, "getattr", [&] {
     SessionState& s = State(req);
+    RaiseReadAheadOnce(s);
     s.fs->stats().Count(RequestKind::kGetattr);
     Result<Attr> r = s.fs->GetAttr(ino);
     if (!r.ok()) return ReplyStatus(req, "getattr", ino, r.status());

@@ -68,6 +68,10 @@ struct SessionState {
   fuse_session* se = nullptr;
   // Pushes followers of a read into the kernel's cache (null when config.push_window is 0).
   std::unique_ptr<Pusher> pusher;
+  // Where the mount is (as /proc/self/mountinfo shows it), and whether its read-ahead is still
+  // to be raised to max_read by the first request after INIT (fuse/read_ahead.h).
+  std::string mountpoint;
+  std::atomic<bool> read_ahead_pending{false};
 };
 
 // The operation table (read-only ops implemented; every mutating op replies EROFS).

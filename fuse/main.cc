@@ -23,9 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +39,7 @@
 #include "core/remote/url.h"
 #include "fuse/logger.h"
 #include "fuse/mount_options.h"
+#include "fuse/read_ahead.h"
 #include "fuse/session.h"
 
 namespace packfs {
@@ -70,20 +69,6 @@ struct Cli {
   std::string log;
 };
 
-// Undoes \040-style escapes of /proc/self/mountinfo.
-std::string UnescapeMountinfo(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size() + 0 && std::isdigit(s[i + 1])) {
-      out.push_back(static_cast<char>(std::stoi(s.substr(i + 1, 3), nullptr, 8)));
-      i += 3;
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
-}
-
 Result<std::string> CheckMountpoint(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
@@ -100,17 +85,10 @@ Result<std::string> CheckMountpoint(const std::string& path) {
   if (!::realpath(path.c_str(), buf)) return Status::IOError("mountpoint " + path + ": " +
                                                              ErrnoText(errno), errno);
   std::string real = buf;
-  std::ifstream mountinfo("/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(mountinfo, line)) {
-    std::istringstream fields(line);
-    std::string id, parent, devno, root, mnt;
-    fields >> id >> parent >> devno >> root >> mnt;
-    if (UnescapeMountinfo(mnt) == real) {
-      return Status::AlreadyExists("mountpoint " + real +
-                                   " is busy: something is already mounted there (unmount it "
-                                   "with `fusermount3 -u " + real + "` or choose another directory)");
-    }
+  if (MountDevice(real).ok()) {
+    return Status::AlreadyExists("mountpoint " + real +
+                                 " is busy: something is already mounted there (unmount it "
+                                 "with `fusermount3 -u " + real + "` or choose another directory)");
   }
   return real;
 }
@@ -139,6 +117,15 @@ std::string AbsolutePath(const std::string& path) {
   std::error_code ec;
   std::filesystem::path abs = std::filesystem::absolute(path, ec);
   return ec ? path : abs.lexically_normal().string();
+}
+
+// The malloc arenas' totals (glibc): bytes they took from the system, of those free (kept for
+// reuse, not a leak), and bytes of large blocks mapped on their own.
+std::string MallocJson() {
+  const struct mallinfo2 mi = ::mallinfo2();
+  return "\"malloc\": {\"arena_bytes\": " + std::to_string(mi.arena) +
+         ", \"free_bytes\": " + std::to_string(mi.fordblks) +
+         ", \"mmap_bytes\": " + std::to_string(mi.hblkhd) + "}";
 }
 
 bool AnyRemote(const std::vector<SourceLocation>& sources) {
@@ -353,6 +340,10 @@ int RunMount(const Plan& plan, int ready_fd) {
     // Where the messages go, for whoever wonders (user.packfs.stats).
     opened.fs.extra_stats = [file = log.file()] { return "\"log_file\": " + JsonString(file); };
   }
+  // What the allocator holds, so that memory it keeps freed is told from memory in use.
+  opened.fs.extra_stats = [before = opened.fs.extra_stats] {
+    return (before ? before() + ", " : std::string()) + MallocJson();
+  };
   if (AnyRemote(plan.sources)) {
     // One reader for every remote source: one memory bound, one set of read-ahead threads
     // (started here, after the fork).

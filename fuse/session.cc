@@ -117,6 +117,12 @@ Status ServeMount(const Filesystem& fs, const ServeConfig& config, const Session
                                    params.fuse_options + "'");
   }
   state.se = se.get();
+  // The kernel's read-ahead for the mount goes up to max_read once INIT is through.
+  if (char* real = ::realpath(params.mountpoint.c_str(), nullptr)) {
+    state.mountpoint = real;
+    std::free(real);
+    state.read_ahead_pending.store(config.max_read > (128u << 10));
+  }
   if (config.push_window > 0) {
     // Queue bound: enough for every worker's read to be waiting at once, 8 MiB at least.
     const size_t queue = std::max<size_t>(8u << 20, 2 * params.threads * config.push_window);
@@ -128,6 +134,7 @@ Status ServeMount(const Filesystem& fs, const ServeConfig& config, const Session
         [&state](std::vector<uint8_t> buf) { state.read_buffers.Give(std::move(buf)); },
         [&fs](uint64_t dir) { return fs.ChildCount(dir); }, kPushThreads);
   }
+  state.read_buffers.ReportTo(&fs.stats());
   {
     // Declared before `mounted`: its threads are woken and joined after the unmount, and its
     // rings closed before the session (and its /dev/fuse fd) is destroyed.

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <regex>
 
+#include "fuse/read_ahead.h"
 #include "tests/support/mount_util.h"
 #include "tests/support/test_util.h"
 
@@ -349,6 +351,38 @@ TEST(CatalogModeTest, CatalogFileAndNoneServeTheSameTree) {
     auto diff = testing::Run({"diff", "-r", tmp / "tree", m.path()});
     EXPECT_EQ(diff.exit_code, 0) << diff.out;
   }
+}
+
+// The mount's kernel read-ahead goes up to max_read (fuse/read_ahead.h): a sequential reader of
+// an 8 MiB file is served in 1 MiB READs, not 128 KiB ones (as root; sysfs needs it).
+TEST(ReadAheadTest, ASequentialReaderIsServedMaxReadAtATime) {
+  if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse here";
+  testing::TempDir tmp;
+  const std::string big = testing::RandomBytes(8 << 20, 3);
+  testing::WriteFile(tmp / "tree/big.bin", big);
+  testing::MakePythonPack(tmp / "tree", tmp / "media", 1);
+  ASSERT_EQ(::mkdir((tmp / "mnt").c_str(), 0755), 0);
+  testing::Mount m({tmp / "media"}, tmp / "mnt");
+  ASSERT_TRUE(m.ok()) << m.result().err;
+  struct stat st;
+  ASSERT_EQ(::stat((tmp / "mnt/big.bin").c_str(), &st), 0);
+  Result<std::string> dev = MountDevice(m.path());
+  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+  const std::string ra = "/sys/class/bdi/" + *dev + "/read_ahead_kb";
+  if (::geteuid() != 0) GTEST_SKIP() << "the read-ahead is raised as root only";
+  EXPECT_EQ(testing::ReadFile(ra), "1024\n");
+  const auto reads = [&] {
+    char buf[8192];
+    ssize_t n = ::getxattr(m.path().c_str(), "user.packfs.stats", buf, sizeof buf - 1);
+    std::smatch match;
+    std::string stats(buf, n > 0 ? static_cast<size_t>(n) : 0);
+    return std::regex_search(stats, match, std::regex("\"read\": ([0-9]+)"))
+               ? std::stoul(match[1]) : 0ul;
+  };
+  const unsigned long before = reads();
+  EXPECT_EQ(testing::ReadFile(tmp / "mnt/big.bin"), big);
+  // 8 READs of 1 MiB, and a few more where the kernel's window starts small; 64 at 128 KiB.
+  EXPECT_LE(reads() - before, 16u);
 }
 
 }  // namespace
