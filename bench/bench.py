@@ -121,6 +121,9 @@ def parse_args():
                     help="shared: files a random pass reads (repeat r reads slice r)")
     ap.add_argument("--shared-delays-ms", type=float, nargs="+", default=[1, 5],
                     help="shared: delays the proxy adds to each request to sshd")
+    ap.add_argument("--shared-groups", nargs="+", choices=["sshfs", "loader", "http"],
+                    default=["sshfs", "loader", "http"],
+                    help="shared: which groups to run (the loader's sshfs part needs sshfs)")
     ap.add_argument("--shared-http-delay-ms", type=float, default=5,
                     help="shared: delay the proxy adds to each request to nginx")
     ap.add_argument("--shared-budget", type=float, default=20,

@@ -612,8 +612,12 @@ def shared_section(rows, L):
               "together), per file read.", ""]
     # packfs of the same pack set on the local disk (http only): its request path's ceiling.
     local = any(role == "local" for _, role in names)
+    # packfs -o io_uring (sshfs, where the kernel offers the ring): its own columns.
+    ring = any(role == "ring" for _, role in names)
     head = ["storage", "pattern", "loose files/s", "packfs files/s", "raw files/s",
             "packfs / loose", "packfs / raw", "requests per file: loose, packfs, raw"]
+    if ring:
+        head += ["packfs -o io_uring files/s", "io_uring / loose", "io_uring / raw"]
     if local:
         head += ["packfs, local shards files/s", "packfs / local shards",
                  "local shards / loose"]
@@ -621,10 +625,10 @@ def shared_section(rows, L):
     for g in groups:
         for pattern in ("random", "directory walk", "list + walk"):
             cells, rates, reqs = [g, pattern], {}, []
-            for role in ("loose", "packfs", "raw", "local"):
+            for role in ("loose", "packfs", "raw", "local", "ring"):
                 rs = runs.get((g, pattern, names.get((g, role))), [])
                 rates[role] = med([rate(r) for r in rs])
-                if role == "local":
+                if role in ("local", "ring"):
                     continue
                 cells.append(cell(rs) if rs else ("not available" if (g, role) in dead
                                                   else "—"))
@@ -632,6 +636,10 @@ def shared_section(rows, L):
                 reqs.append(f"{v:.2f}" if v is not None else "—")
             cells += [fmt_ratio(rates["packfs"], rates["loose"]),
                       fmt_ratio(rates["packfs"], rates["raw"]), ", ".join(reqs)]
+            if ring:
+                rs = runs.get((g, pattern, names.get((g, "ring"))), [])
+                cells += [cell(rs) if rs else "—", fmt_ratio(rates["ring"], rates["loose"]),
+                          fmt_ratio(rates["ring"], rates["raw"])]
             if local:
                 rs = runs.get((g, pattern, names.get((g, "local"))), [])
                 cells += [cell(rs) if rs else "—", fmt_ratio(rates["packfs"], rates["local"]),

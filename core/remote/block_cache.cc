@@ -70,10 +70,20 @@ void* MapPart(size_t& size) {
   return p;
 }
 
-std::string KeyOf(const std::string& object, uint64_t start) {
+// A block's key: the object's name, a NUL, then the block's start in decimal. KeyPrefix is the
+// part before the number; SetStart writes the number after it.
+std::string KeyPrefix(const std::string& object) {
   std::string key = object;
   key.push_back('\0');
+  return key;
+}
+void SetStart(std::string& key, size_t prefix, uint64_t start) {
+  key.resize(prefix);
   key += std::to_string(start);
+}
+std::string KeyOf(const std::string& object, uint64_t start) {
+  std::string key = KeyPrefix(object);
+  SetStart(key, key.size(), start);
   return key;
 }
 }  // namespace
@@ -139,15 +149,13 @@ bool BlockCache::Contains(const std::string& object, uint64_t start) const {
 
 uint64_t BlockCache::CachedUntil(const std::string& object, uint64_t start, uint64_t end,
                                  uint64_t step) const {
-  // KeyOf's layout, its number rewritten in place for each key.
-  std::string key = object;
-  key.push_back('\0');
+  // One key, its number rewritten in place for each block.
+  std::string key = KeyPrefix(object);
   const size_t prefix = key.size();
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t at = start;
   for (; at < end; at += step) {
-    key.resize(prefix);
-    key += std::to_string(at);
+    SetStart(key, prefix, at);
     if (map_.count(key) == 0) break;
   }
   return at;

@@ -368,7 +368,7 @@ TEST(MkpackCliTest, VerifyWithoutShardsFailsSayingWhatItLookedFor) {
     SCOPED_TRACE(dir);
     RunResult r = Mkpack({"verify", tmp / dir});
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-    EXPECT_EQ(r.out.find("OK"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("OK:"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("holds no shards"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("pack-NNNN.zip"), std::string::npos) << r.out;
     RunResult j = Mkpack({"verify", "--json", tmp / dir});
