@@ -59,7 +59,8 @@ std::string Stats::ToJson(const std::string& extra) const {
   out += "  \"hint\": {\"wide\": " + hint(HintEvent::kWide) +
          ", \"resident\": " + hint(HintEvent::kResident) +
          ", \"evicted\": " + hint(HintEvent::kEvicted) +
-         ", \"paused\": " + hint(HintEvent::kPaused) + "},\n";
+         ", \"paused\": " + hint(HintEvent::kPaused) +
+         ", \"streamed\": " + hint(HintEvent::kStreamed) + "},\n";
   auto gauge = [](const std::atomic<uint64_t>& g) {
     return std::to_string(g.load(std::memory_order_relaxed));
   };

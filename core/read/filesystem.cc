@@ -431,8 +431,15 @@ void Filesystem::Prefetch(const Node& file, uint64_t max_bytes, uint64_t span) c
   // reading ahead in the shard, so neighbours that are read too (an epoch) would each cost a disk
   // request of their own; where few are (a sample of the set), the span is bytes read for nothing.
   // On network storage a request costs a round trip and bytes are cheap by comparison: the span
-  // always pays there (over sshfs, a pass over a third of a set ran 1.3x faster with it).
+  // always pays there (over sshfs, a pass over a third of a set ran 1.3x faster with it), but
+  // for a walk in shard order, where the kernel's read-ahead of the shard streams the same bytes
+  // in fewer and larger requests than overlapping hints cut it into (sshfs at 1 ms, 8 readers
+  // walking a directory: 0.29 instead of 0.52 requests a file, 3.4k instead of 2.8k files/s).
   if (src.set->on_network_fs()) {
+    if (NearLastLookup(src.set, src.node.shard, from)) {
+      stats_.CountHint(Stats::HintEvent::kStreamed);
+      return;
+    }
     span = std::max(span, kPrefetchSpan);
   } else if (span > 0) {
     span = JudgeHint(file, (*lease)->fd(), src) ? span : 0;
@@ -440,6 +447,14 @@ void Filesystem::Prefetch(const Node& file, uint64_t max_bytes, uint64_t span) c
   const uint64_t to = std::max(src.node.data_offset + src.node.size, from + span);
   (void)::posix_fadvise((*lease)->fd(), static_cast<off_t>(from), static_cast<off_t>(to - from),
                         POSIX_FADV_WILLNEED);
+}
+
+bool Filesystem::NearLastLookup(const PackSet* set, uint32_t shard, uint64_t from) const {
+  std::lock_guard<std::mutex> lock(last_lookup_mu_);
+  const LastLookup last = last_lookup_;
+  last_lookup_ = LastLookup{set, shard, from};
+  const uint64_t gap = from > last.from ? from - last.from : last.from - from;
+  return last.set == set && last.shard == shard && gap <= kPrefetchSpan;
 }
 
 bool Filesystem::WindowPays(const SourceNode& src, uint64_t from, uint64_t to) const {

@@ -127,6 +127,9 @@ class Filesystem {
   // header included, and what follows up to `prefetch_span` from it; at least kPrefetchSpan when
   // the shards are on a network file system) start coming into the page
   // cache in the background, so that the read that usually follows a lookup finds them there.
+  // On a network file system a lookup within kPrefetchSpan of the one before in the same shard
+  // (a walk in shard order) hints nothing: the kernel's own read-ahead of the shard, which the
+  // reads then stream, asks for fewer and larger ranges than overlapping hints would.
   // The span is left out while memory is too short to keep what it brings until its read (the
   // files it brought were found evicted at their own lookup: core/read/payoff.h).
   // Best effort: errors surface at the read.
@@ -286,6 +289,16 @@ class Filesystem {
   mutable Payoff window_payoff_;
   mutable std::mutex windows_mu_;
   mutable std::deque<PushedWindow> windows_;
+  // Where the last lookup's member started, on network file systems (see Lookup).
+  struct LastLookup {
+    const PackSet* set = nullptr;
+    uint32_t shard = 0;
+    uint64_t from = 0;
+  };
+  // True when `from` in that shard is within kPrefetchSpan of the last lookup's (remembered).
+  bool NearLastLookup(const PackSet* set, uint32_t shard, uint64_t from) const;
+  mutable std::mutex last_lookup_mu_;
+  mutable LastLookup last_lookup_;
 };
 
 }  // namespace packfs

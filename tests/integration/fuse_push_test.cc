@@ -5,7 +5,8 @@
 // neighbour whose bytes fail their CRC-32 is never pushed; a lookup's prefetch takes the shard past
 // the file only once the directory is warm; pushing pauses while pushed files are evicted before
 // their read. Request counts come from
-// user.packfs.stats.
+// user.packfs.stats. On a network file system a walk in shard order leaves the hint to the
+// kernel's read-ahead.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -23,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/read/filesystem.h"
 #include "core/read/pack_set.h"
 #include "core/read/payoff.h"
 #include "tests/support/mount_util.h"
@@ -384,6 +386,63 @@ TEST_F(FusePushTest, AFollowerWithBadBytesIsNeverPushed) {
   EXPECT_EQ(errno, EIO);
   ::close(fd);
   EXPECT_GT(Reads(mnt), reads);
+}
+
+// On a network file system (here: the shards read through a packfs mount, a FUSE file system)
+// a lookup hints the shard past the file, except in a walk in shard order, which the kernel's
+// read-ahead of the shard streams in fewer, larger requests: a lookup within kPrefetchSpan of
+// the one before in the same shard hints nothing (hint.streamed); lookups far apart still do.
+TEST(FuseNetworkHintTest, AWalkInShardOrderIsLeftToTheKernelsReadAhead) {
+  if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse here";
+  TempDir tmp;
+  constexpr int kN = 40;  // 16-20 KiB each: 15 files apart is more than kPrefetchSpan
+  for (int i = 0; i < kN; ++i) {
+    testing::WriteFile(tmp / ("src/" + Name(i)),
+                       testing::RandomBytes(16384 + static_cast<size_t>(i * 7919) % 4096, i));
+  }
+  // The inner pack set is itself packed, so that a mount of the outer one shows its shard and
+  // catalog as files on FUSE.
+  auto inner = testing::Run({testing::MkpackPath(), "pack", "--no-fsync", tmp / "src",
+                             tmp / "outer-src/inner"});
+  ASSERT_EQ(inner.exit_code, 0) << inner.err;
+  auto outer = testing::Run({testing::MkpackPath(), "pack", "--no-fsync", tmp / "outer-src",
+                             tmp / "outer"});
+  ASSERT_EQ(outer.exit_code, 0) << outer.err;
+  ASSERT_EQ(::mkdir((tmp / "mnt").c_str(), 0755), 0);
+  Mount mount({tmp / "outer"}, tmp / "mnt");
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+
+  // Looks the files up in `order` through a fresh Filesystem over the mounted shards; returns
+  // its hint counters.
+  auto hints = [&](const std::vector<int>& order) {
+    std::vector<std::unique_ptr<PackSet>> sets;
+    auto set = PackSet::Open(mount.path() + "/inner", PackSetOptions{});
+    EXPECT_TRUE(set.ok()) << set.status().ToString();
+    if (!set.ok()) return std::make_pair(uint64_t{0}, uint64_t{0});
+    EXPECT_TRUE((*set)->on_network_fs());
+    sets.push_back(std::move(*set));
+    auto fs = Filesystem::Open(std::move(sets), {});
+    EXPECT_TRUE(fs.ok()) << fs.status().ToString();
+    if (!fs.ok()) return std::make_pair(uint64_t{0}, uint64_t{0});
+    auto d = (*fs)->Lookup(kRootId, "d");
+    EXPECT_TRUE(d.ok() && d->has_value());
+    if (!d.ok() || !d->has_value()) return std::make_pair(uint64_t{0}, uint64_t{0});
+    for (int i : order) {
+      auto f = (*fs)->Lookup((*d)->ino, Name(i).substr(2), 1 << 20, 0);
+      EXPECT_TRUE(f.ok() && f->has_value()) << Name(i);
+    }
+    const ::packfs::Stats& st = (*fs)->stats();
+    return std::make_pair(st.hint_count(::packfs::Stats::HintEvent::kStreamed),
+                          uint64_t{order.size()});
+  };
+  std::vector<int> walk;
+  for (int i = 0; i < kN; ++i) walk.push_back(i);
+  auto [streamed, looked] = hints(walk);
+  EXPECT_EQ(streamed, looked - 1);  // all but the first
+  // 15 files apart, back and forth: every lookup hints.
+  auto [far_streamed, far_looked] = hints({0, 15, 30, 5, 20, 35, 10, 25});
+  EXPECT_EQ(far_looked, 8u);
+  EXPECT_EQ(far_streamed, 0u);
 }
 
 }  // namespace
