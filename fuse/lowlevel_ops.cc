@@ -246,14 +246,14 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
     const size_t zero_copy_min = s.config.zero_copy ? s.config.zero_copy_min : SIZE_MAX;
     // The buffer of copied bytes is the session's (fuse/read_buffers.h); it goes back to the
     // pool after the reply unless the push thread takes it with the followers.
-    Pusher::Job job{s.read_buffers.Take(), {}};
+    Pusher::Job job{s.read_buffers->Take(), {}};
     struct GiveBack {
       ReadBuffers& pool;
       std::vector<uint8_t>& buf;
       ~GiveBack() {
         if (buf.capacity()) pool.Give(std::move(buf));
       }
-    } give_back{s.read_buffers, job.buf};
+    } give_back{*s.read_buffers, job.buf};
     Result<ReadReply> got = ReadReply{};
     if (s.pusher) {
       Pusher& pusher = *s.pusher;

@@ -59,7 +59,8 @@ struct SessionState {
   std::atomic<bool> no_open_supported{false};
   std::atomic<bool> no_opendir_supported{false};
   // Buffers for replies that are copied (remote and small reads), shared by the workers.
-  ReadBuffers read_buffers;
+  // Shared with main's stats attribute (SessionParams::read_buffers).
+  std::shared_ptr<ReadBuffers> read_buffers = std::make_shared<ReadBuffers>();
   // Called once from the INIT callback: the mount now answers requests.
   std::function<void()> on_ready;
   // The io_uring transport when the mount has one (its session hooks find it here).

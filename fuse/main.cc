@@ -355,6 +355,11 @@ int RunMount(const Plan& plan, int ready_fd) {
       return (before ? before() + ", " : std::string()) + r->StatsJson();
     };
   }
+  // The FUSE workers' reply buffers: what they keep joins the stats attribute.
+  auto read_buffers = std::make_shared<ReadBuffers>();
+  opened.fs.extra_stats = [b = read_buffers, before = opened.fs.extra_stats] {
+    return (before ? before() + ", " : std::string()) + b->Json();
+  };
   std::shared_ptr<UringCounters> uring_counters;
   if (plan.mount.io_uring.value_or(true)) {
     // The ring's counters join the stats attribute too.
@@ -381,6 +386,7 @@ int RunMount(const Plan& plan, int ready_fd) {
   params.io_uring = plan.mount.io_uring.value_or(true);
   params.io_uring_asked = plan.mount.io_uring.value_or(false);
   params.uring_counters = uring_counters;
+  params.read_buffers = read_buffers;
   auto on_ready = [&log, &ready_fd, daemon] {
     if (!daemon) return;
     // From here on nobody reads our terminal: messages go to the log file or syslog, stdio to

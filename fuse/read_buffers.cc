@@ -19,24 +19,12 @@ void ReleasePages(std::vector<uint8_t>& buf) {
 
 }  // namespace
 
-void ReadBuffers::ReportTo(Stats* stats) {
-  std::lock_guard<std::mutex> lock(mu_);
-  stats_ = stats;
-  Report();
-}
-
-void ReadBuffers::Report() {
-  if (stats_) stats_->SetReadBuffers(idle_.size(), idle_bytes_, resident_, resident_max_);
-}
-
 std::vector<uint8_t> ReadBuffers::Take() {
   std::lock_guard<std::mutex> lock(mu_);
   if (idle_.empty()) return {};
   Idle top = std::move(idle_.back());
   idle_.pop_back();
   resident_ -= top.resident;
-  idle_bytes_ -= top.buf.capacity();
-  Report();
   return std::move(top.buf);
 }
 
@@ -47,9 +35,7 @@ void ReadBuffers::Give(std::vector<uint8_t> buf) {
     std::lock_guard<std::mutex> lock(mu_);
     if (resident_ + resident <= resident_max_) {
       resident_ += resident;
-      idle_bytes_ += resident;
       idle_.push_back(Idle{std::move(buf), resident});
-      Report();
       return;
     }
   }
@@ -57,9 +43,17 @@ void ReadBuffers::Give(std::vector<uint8_t> buf) {
   // the lock: madvise takes the process's memory map lock.
   ReleasePages(buf);
   std::lock_guard<std::mutex> lock(mu_);
-  idle_bytes_ += buf.capacity();
   idle_.insert(idle_.begin(), Idle{std::move(buf), 0});  // taken last: it must fault back in
-  Report();
+}
+
+std::string ReadBuffers::Json() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t bytes = 0;
+  for (const Idle& i : idle_) bytes += i.buf.capacity();
+  return "\"read_buffers\": {\"buffers\": " + std::to_string(idle_.size()) +
+         ", \"idle_bytes\": " + std::to_string(bytes) +
+         ", \"idle_resident_bytes\": " + std::to_string(resident_) +
+         ", \"resident_max_bytes\": " + std::to_string(resident_max_) + "}";
 }
 
 size_t ReadBuffers::resident_idle_bytes() const {

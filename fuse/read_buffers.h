@@ -10,7 +10,7 @@
 // A buffer counts with its capacity, not the size of its last read: its pages stay touched up
 // to the largest read it served. So the pool's resident memory rises as its buffers meet their
 // largest reads (the last-in-first-out bottom ones only at peaks of concurrency, minutes in),
-// up to the bound; the gauges in user.packfs.stats ("read_buffers") tell that from a leak.
+// up to the bound; Json() (in user.packfs.stats) tells that from a leak.
 //
 // Thread-safety: Take and Give are safe for concurrent use (one mutex, held only to push/pop).
 #pragma once
@@ -18,9 +18,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <vector>
-
-#include "core/base/stats.h"
 
 namespace packfs {
 
@@ -38,8 +37,9 @@ class ReadBuffers {
   // Changes the bound (before the buffers are shared: not thread-safe with Take and Give).
   void SetResidentMax(size_t bytes) { resident_max_ = bytes; }
   size_t resident_max() const { return resident_max_; }
-  // Reports the gauges to `stats` from now on (before the buffers are shared; may be null).
-  void ReportTo(Stats* stats);
+  // For user.packfs.stats: "read_buffers": {"buffers": idle buffers (at a quiet moment: all of
+  // them), "idle_bytes": their capacity, "idle_resident_bytes", "resident_max_bytes": the bound}.
+  std::string Json() const;
 
   // Bytes of idle buffers whose pages were kept (tests).
   size_t resident_idle_bytes() const;
@@ -49,14 +49,10 @@ class ReadBuffers {
     std::vector<uint8_t> buf;
     size_t resident = 0;  // bytes of it counted as resident
   };
-  void Report();  // under mu_
-
   size_t resident_max_;
-  Stats* stats_ = nullptr;
   mutable std::mutex mu_;
   std::vector<Idle> idle_;
-  size_t resident_ = 0;    // sum of idle_[i].resident
-  size_t idle_bytes_ = 0;  // sum of idle_[i].buf.capacity()
+  size_t resident_ = 0;  // sum of idle_[i].resident
 };
 
 }  // namespace packfs

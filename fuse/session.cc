@@ -89,6 +89,7 @@ Status ServeMount(const Filesystem& fs, const ServeConfig& config, const Session
                   const Logger& log, std::function<void()> on_ready) {
   SessionState state;
   state.fs = &fs;
+  if (params.read_buffers) state.read_buffers = params.read_buffers;
   state.log = &log;
   state.config = config;
   state.on_ready = std::move(on_ready);
@@ -128,13 +129,12 @@ Status ServeMount(const Filesystem& fs, const ServeConfig& config, const Session
     const size_t queue = std::max<size_t>(8u << 20, 2 * params.threads * config.push_window);
     // Pushed reads hand their buffers to the push thread, so many are out at once; releasing
     // and refaulting their pages each time (madvise, TLB shootdowns) cost more than the push.
-    state.read_buffers.SetResidentMax(state.read_buffers.resident_max() + queue);
+    state.read_buffers->SetResidentMax(state.read_buffers->resident_max() + queue);
     state.pusher = std::make_unique<Pusher>(
         se.get(), fs.max_ino(), config.push_window, queue, fs.stats(),
-        [&state](std::vector<uint8_t> buf) { state.read_buffers.Give(std::move(buf)); },
+        [&state](std::vector<uint8_t> buf) { state.read_buffers->Give(std::move(buf)); },
         [&fs](uint64_t dir) { return fs.ChildCount(dir); }, kPushThreads);
   }
-  state.read_buffers.ReportTo(&fs.stats());
   {
     // Declared before `mounted`: its threads are woken and joined after the unmount, and its
     // rings closed before the session (and its /dev/fuse fd) is destroyed.

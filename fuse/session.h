@@ -28,6 +28,9 @@ struct SessionParams {
   bool io_uring = true;
   bool io_uring_asked = false;
   std::shared_ptr<UringCounters> uring_counters;
+  // The workers' reply buffers, whose Json() the caller puts in the stats attribute (null: the
+  // session makes its own).
+  std::shared_ptr<ReadBuffers> read_buffers;
 };
 
 // Returns OK after a clean unmount. Fails (before anything is served, leaving nothing mounted)

@@ -61,13 +61,6 @@ std::string Stats::ToJson(const std::string& extra) const {
          ", \"evicted\": " + hint(HintEvent::kEvicted) +
          ", \"paused\": " + hint(HintEvent::kPaused) +
          ", \"streamed\": " + hint(HintEvent::kStreamed) + "},\n";
-  auto gauge = [](const std::atomic<uint64_t>& g) {
-    return std::to_string(g.load(std::memory_order_relaxed));
-  };
-  out += "  \"read_buffers\": {\"buffers\": " + gauge(buffers_) +
-         ", \"idle_bytes\": " + gauge(buffer_idle_bytes_) +
-         ", \"idle_resident_bytes\": " + gauge(buffer_idle_resident_) +
-         ", \"resident_max_bytes\": " + gauge(buffer_resident_max_) + "},\n";
   out += "  \"read_latency_us\": {";
   for (size_t i = 0; i < latency_.size(); ++i) {
     out += i ? ", " : "";

@@ -76,16 +76,6 @@ class Stats {
   uint64_t hint_count(HintEvent e) const {
     return hint_[static_cast<size_t>(e)].load(std::memory_order_relaxed);
   }
-  // The FUSE layer's pool of read buffers (fuse/read_buffers.h): the idle buffers (at a quiet
-  // moment: all of them), their capacity and resident bytes, and the bound on idle resident
-  // bytes. Memory a mount keeps by design, apart from any leak.
-  void SetReadBuffers(uint64_t buffers, uint64_t idle_bytes, uint64_t idle_resident,
-                      uint64_t resident_max) {
-    buffers_.store(buffers, std::memory_order_relaxed);
-    buffer_idle_bytes_.store(idle_bytes, std::memory_order_relaxed);
-    buffer_idle_resident_.store(idle_resident, std::memory_order_relaxed);
-    buffer_resident_max_.store(resident_max, std::memory_order_relaxed);
-  }
   uint64_t requests(RequestKind kind) const {
     return requests_[static_cast<size_t>(kind)].load(std::memory_order_relaxed);
   }
@@ -93,8 +83,8 @@ class Stats {
   uint64_t bytes_served() const { return bytes_served_.load(std::memory_order_relaxed); }
 
   // One JSON object: {"requests": {...}, "bytes_served": N, "errors": N, "reads_in_flight": N,
-  // "shards_used": N, "push": {...}, "hint": {...}, "read_buffers": {...}, "read_latency_us":
-  // {"<lower bound>": count, ...}}. `extra` is spliced in verbatim as additional members (e.g.
+  // "shards_used": N, "push": {...}, "hint": {...}, "read_latency_us": {"<lower bound>":
+  // count, ...}}. `extra` is spliced in verbatim as additional members (e.g.
   // "\"sources\": 2"), or empty.
   std::string ToJson(const std::string& extra = "") const;
 
@@ -108,8 +98,6 @@ class Stats {
   std::array<std::atomic<uint64_t>, static_cast<size_t>(PushEvent::kCount)> push_{};
   std::atomic<uint64_t> pushed_bytes_{0};
   std::array<std::atomic<uint64_t>, static_cast<size_t>(HintEvent::kCount)> hint_{};
-  std::atomic<uint64_t> buffers_{0}, buffer_idle_bytes_{0}, buffer_idle_resident_{0},
-      buffer_resident_max_{0};
 };
 
 }  // namespace packfs

@@ -59,8 +59,6 @@ TEST(ReadBuffersTest, IdleBuffersPastTheBoundReleaseTheirPages) {
 // capacity, so a small last read does not hide a large resident buffer from the bound.
 TEST(ReadBuffersTest, ABufferCountsWithItsCapacityNotItsLastRead) {
   ReadBuffers pool(2 * kMiB);
-  Stats stats;
-  pool.ReportTo(&stats);
   std::vector<std::vector<uint8_t>> taken(3);
   for (auto& b : taken) {
     b = pool.Take();
@@ -69,14 +67,14 @@ TEST(ReadBuffersTest, ABufferCountsWithItsCapacityNotItsLastRead) {
   }
   for (auto& b : taken) pool.Give(std::move(b));
   EXPECT_EQ(pool.resident_idle_bytes(), 2 * kMiB);  // the third went past the bound
-  const std::string json = stats.ToJson();
+  const std::string json = pool.Json();
   EXPECT_NE(json.find("\"read_buffers\": {\"buffers\": 3, \"idle_bytes\": 3145728, "
                       "\"idle_resident_bytes\": 2097152, \"resident_max_bytes\": 2097152}"),
             std::string::npos)
       << json;
   std::vector<uint8_t> a = pool.Take();
   EXPECT_EQ(pool.resident_idle_bytes(), kMiB);
-  EXPECT_NE(stats.ToJson().find("\"buffers\": 2, \"idle_bytes\": 2097152, "
+  EXPECT_NE(pool.Json().find("\"buffers\": 2, \"idle_bytes\": 2097152, "
                                 "\"idle_resident_bytes\": 1048576"),
             std::string::npos);
   pool.Give(std::move(a));
