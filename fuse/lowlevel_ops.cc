@@ -243,7 +243,9 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
       }
     } in_flight{stats, start};
     if (off < 0) return (void)fuse_reply_err(req, EINVAL);
-    const size_t zero_copy_min = s.config.zero_copy ? s.config.zero_copy_min : SIZE_MAX;
+    const size_t zero_copy_min = s.config.zero_copy && size <= s.config.zero_copy_max
+                                     ? s.config.zero_copy_min
+                                     : SIZE_MAX;
     // The buffer of copied bytes is the session's (fuse/read_buffers.h); it goes back to the
     // pool after the reply unless the push thread takes it with the followers.
     Pusher::Job job{s.read_buffers->Take(), {}};

@@ -37,6 +37,9 @@ struct ServeConfig {
   // Reads smaller than this are copied (pread + write: fewer system calls than a splice
   // through a pipe); larger ones are zero-copy.
   size_t zero_copy_min = 128 * 1024;
+  // Reads larger than this are copied too: what libfuse cannot splice it copies through a fresh
+  // allocation per reply (set by the session from what a pipe can hold, fuse/session.cc).
+  size_t zero_copy_max = SIZE_MAX;
   // Answer OPEN and OPENDIR with ENOSYS where the kernel supports it (-o open: answer them).
   bool no_open = true;
   // A LOOKUP of a file up to this size starts reading its bytes into the page cache (0: never).

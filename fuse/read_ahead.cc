@@ -1,6 +1,11 @@
-// A FUSE mount's kernel read-ahead, raised through its backing device's sysfs entry.
+// A FUSE mount's kernel read-ahead, raised through its backing device's sysfs entry; the largest
+// reply libfuse can splice.
 #include "fuse/read_ahead.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -61,6 +66,23 @@ Result<uint32_t> RaiseReadAhead(const std::string& mountpoint, uint32_t kib) {
   out.flush();
   if (!out) return Status::IOError(path + ": cannot write it (" + std::strerror(errno) + ")");
   return kib;
+}
+
+size_t LargestSplicedRead(size_t max_read) {
+  constexpr size_t kSlack = 4 * 4096;  // libfuse wants 3 pages and the 16-byte header beyond it
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return 0;
+  int got = ::fcntl(fds[0], F_SETPIPE_SZ, static_cast<int>(max_read + kSlack));
+  if (got < 0) {
+    // What libfuse then grows its pipe to.
+    size_t cap = 0;
+    std::ifstream("/proc/sys/fs/pipe-max-size") >> cap;
+    got = cap > 0 ? ::fcntl(fds[0], F_SETPIPE_SZ, static_cast<int>(cap)) : -1;
+  }
+  ::close(fds[0]);
+  ::close(fds[1]);
+  if (got < static_cast<int>(2 * kSlack)) return 0;
+  return std::min(static_cast<size_t>(got) - kSlack, max_read);
 }
 
 }  // namespace packfs

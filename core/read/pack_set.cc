@@ -387,6 +387,25 @@ Status PackSet::CheckMember(const Node& file) const {
   return CheckMemberAgainst(file, *src);
 }
 
+namespace {
+
+// Room for `n` bytes in `scratch` to be read from shard offset `from`, at the same offset within
+// a page as `from`. The kernel copies page cache into user memory with `rep movsb`, which on
+// these machines (AMD EPYC) runs at 1.6-2.3 GB/s instead of 8.4-9.7 when the destination lies
+// 1-32 bytes past the source modulo 4 KiB (measured with pread of 1 MiB): exactly the case of a
+// malloc'd buffer (16 bytes past a page) and page-aligned member data, which made every copied
+// read of a large member 5x slower than the copy needs. Matching offsets are the fast case, and
+// keep the reply's copy (from here into the mount's page-aligned page cache) fast as well.
+std::span<uint8_t> PageMatched(std::vector<uint8_t>* scratch, uint64_t from, size_t n) {
+  constexpr size_t kPage = 4096;
+  if (scratch->size() < n + kPage - 1) scratch->resize(n + kPage - 1);
+  const auto base = reinterpret_cast<uintptr_t>(scratch->data());
+  const size_t pad = static_cast<size_t>((from - base) & (kPage - 1));
+  return std::span<uint8_t>(scratch->data() + pad, n);
+}
+
+}  // namespace
+
 Result<std::span<const uint8_t>> PackSet::ReadThrough(
     const Node& file, uint64_t offset, std::span<const Node> followers,
     std::vector<uint8_t>* scratch, std::vector<std::span<const uint8_t>>* out) const {
@@ -413,8 +432,7 @@ Result<std::span<const uint8_t>> PackSet::ReadThrough(
                          impl_->refresh_hint);
   }
   const size_t total = static_cast<size_t>(end - begin);
-  if (scratch->size() < total) scratch->resize(total);
-  std::span<uint8_t> buf(scratch->data(), total);
+  const std::span<uint8_t> buf = PageMatched(scratch, begin, total);
   PACKFS_ASSIGN_OR_RETURN(size_t got, src->ReadAt(begin, buf));
   const std::span<const uint8_t> bytes(buf.data(), got);
   PrefetchedSource prefetched(*src, begin, bytes);
@@ -474,27 +492,24 @@ Result<std::span<const uint8_t>> PackSet::ReadCopy(const Node& file, uint64_t of
   const bool checked = raw_members_ || impl_->Checked(file.id);
   if (checked || file.local_header_offset > at || at - file.local_header_offset > kHeadedReadGap) {
     if (!checked) PACKFS_RETURN_IF_ERROR(CheckMemberAgainst(file, *src));
-    if (scratch->size() < n) scratch->resize(n);
-    PACKFS_ASSIGN_OR_RETURN(size_t got, src->ReadMemberAt(file.local_header_offset, member_end,
-                                                          at, std::span<uint8_t>(scratch->data(), n)));
+    const std::span<uint8_t> buf = PageMatched(scratch, at, n);
+    PACKFS_ASSIGN_OR_RETURN(size_t got,
+                            src->ReadMemberAt(file.local_header_offset, member_end, at, buf));
     if (got != n) return short_read();
-    return std::span<const uint8_t>(scratch->data(), n);
+    return std::span<const uint8_t>(buf);
   }
   // First read of this member, close to its start: one pread covers the local header and the
   // bytes asked for, so a cold small file costs one disk request, not two. The header check then
   // reads from memory (anything outside the bytes read goes to the shard as usual).
   const uint64_t head = at - file.local_header_offset;
   const size_t total = static_cast<size_t>(head) + n;
-  if (scratch->size() < total) scratch->resize(total);
-  PACKFS_ASSIGN_OR_RETURN(size_t got,
-                          src->ReadMemberAt(file.local_header_offset, member_end,
-                                            file.local_header_offset,
-                                            std::span<uint8_t>(scratch->data(), total)));
-  PrefetchedSource prefetched(*src, file.local_header_offset,
-                              std::span<const uint8_t>(scratch->data(), got));
+  const std::span<uint8_t> buf = PageMatched(scratch, file.local_header_offset, total);
+  PACKFS_ASSIGN_OR_RETURN(size_t got, src->ReadMemberAt(file.local_header_offset, member_end,
+                                                        file.local_header_offset, buf));
+  PrefetchedSource prefetched(*src, file.local_header_offset, buf.first(got));
   PACKFS_RETURN_IF_ERROR(CheckMemberAgainst(file, prefetched));
   if (got != total) return short_read();
-  return std::span<const uint8_t>(scratch->data() + head, n);
+  return std::span<const uint8_t>(buf.subspan(head, n));
 }
 
 Result<size_t> PackSet::Read(const Node& file, uint64_t offset, std::span<uint8_t> buf) const {

@@ -1,8 +1,11 @@
 // MountDevice (fuse/read_ahead.h): the device of a mount point from a mountinfo file, escaped
-// paths, the last of stacked mounts, and a mount point that is not there.
+// paths, the last of stacked mounts, and a mount point that is not there. LargestSplicedRead
+// against this kernel's pipes.
 #include "fuse/read_ahead.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "tests/support/test_util.h"
 
@@ -25,6 +28,31 @@ TEST(ReadAheadTest, MountDeviceReadsMountinfo) {
   EXPECT_EQ(*dev, "0:47");
   EXPECT_EQ(MountDevice("/mnt/a", info).status().code(), Code::kNotFound);
   EXPECT_FALSE(MountDevice("/", tmp / "missing").ok());
+}
+
+// What LargestSplicedRead returns fits the pipe libfuse needs for it (the reply, its header and
+// three pages), and anything it leaves out does not fit one (here, without CAP_SYS_RESOURCE, a
+// 1 MiB READ does not).
+TEST(ReadAheadTest, LargestSplicedReadFitsLibfusesPipe) {
+  auto pipe_takes = [](size_t bytes) {
+    int fds[2];
+    EXPECT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+    const bool ok = ::fcntl(fds[0], F_SETPIPE_SZ, static_cast<int>(bytes)) >= 0;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return ok;
+  };
+  const size_t libfuse_extra = 3 * 4096 + 16;
+  EXPECT_EQ(LargestSplicedRead(64 << 10), size_t{64} << 10);
+  for (size_t max_read : {size_t{1} << 20, size_t{4} << 20}) {
+    const size_t fits = LargestSplicedRead(max_read);
+    EXPECT_GE(fits, size_t{64} << 10) << max_read;
+    EXPECT_LE(fits, max_read);
+    EXPECT_TRUE(pipe_takes(fits + libfuse_extra)) << fits;
+    if (fits < max_read) {
+      EXPECT_FALSE(pipe_takes(max_read + libfuse_extra)) << max_read;
+    }
+  }
 }
 
 }  // namespace
