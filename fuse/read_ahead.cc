@@ -85,4 +85,9 @@ size_t LargestSplicedRead(size_t max_read) {
   return std::min(static_cast<size_t>(got) - kSlack, max_read);
 }
 
+unsigned SplicedMaxRead(unsigned max_read) {
+  const size_t fits = LargestSplicedRead(max_read) / 4096 * 4096;
+  return fits >= (128u << 10) ? static_cast<unsigned>(fits) : max_read;
+}
+
 }  // namespace packfs

@@ -53,6 +53,12 @@ TEST(ReadAheadTest, LargestSplicedReadFitsLibfusesPipe) {
       EXPECT_FALSE(pipe_takes(max_read + libfuse_extra)) << max_read;
     }
   }
+  // The default max_read: whole pages, and every READ of that size splices.
+  const unsigned max_read = SplicedMaxRead(1u << 20);
+  EXPECT_EQ(max_read % 4096, 0u);
+  EXPECT_GE(max_read, 128u << 10);
+  EXPECT_LE(max_read, 1u << 20);
+  EXPECT_EQ(LargestSplicedRead(max_read), max_read);
 }
 
 }  // namespace
