@@ -272,7 +272,12 @@ int main(int argc, char** argv) {
 
   auto worker = [&](Tally* t) {
     constexpr size_t kBuf = 256 * 1024;
-    std::unique_ptr<char[]> buf(new char[kBuf]);
+    // Page-aligned, as cat's and dd's buffers are: the kernel's copy into a buffer 16 bytes past a
+    // page (what `new char[256 KiB]` returns) from a page-aligned file offset runs 5x slower on
+    // AMD EPYC (rep movsb), which slowed every whole-file read of loose files and mounts alike.
+    std::unique_ptr<char, decltype(&std::free)> buf(
+        static_cast<char*>(std::aligned_alloc(4096, kBuf)), &std::free);
+    if (!buf) std::abort();
     while (!stop.load(std::memory_order_relaxed)) {
       size_t i = next.fetch_add(1, std::memory_order_relaxed);
       if (i >= n) break;
