@@ -31,8 +31,8 @@ Result<uint32_t> RaiseReadAhead(const std::string& mountpoint, uint32_t kib);
 // reply's size, faulted in page by page and kept by malloc afterwards. A pipe grows past
 // /proc/sys/fs/pipe-max-size (1 MiB) only with CAP_SYS_RESOURCE, so without it a 1 MiB READ
 // never splices; the mount copies such reads through its pooled buffers instead (a 256 MiB
-// member read twice, the second time from a checked member: 1.0-1.1 GB/s through libfuse's
-// fallback, 1.3-1.8 through the pool, 7 rounds each). 0 when no pipe can be made.
+// member in a cached shard with -o nocrc, all its READs zero-copy: 1.0-1.1 GB/s through
+// libfuse's fallback, 1.3-1.8 through the pool). 0 when no pipe can be made.
 size_t LargestSplicedRead(size_t max_read);
 
 // `max_read`, or less where a pipe cannot hold a reply that large: the largest whole number of
