@@ -31,6 +31,7 @@
 #include "git_rev.h"
 #include "core/base/byte_size.h"
 #include "core/base/json.h"
+#include "core/base/unique_fd.h"
 #include "core/lerobot/lerobot_view.h"
 #include "core/open/open_source.h"
 #include "core/read/filesystem.h"
@@ -324,6 +325,10 @@ int RunMount(const Plan& plan, int ready_fd) {
     return 1;
   };
   const bool daemon = ready_fd >= 0;
+  // The mount point (the directory under the mount), held for the server's life: its command
+  // line may name it relative to a directory the daemon left, and scripts/hang-report.sh finds a
+  // mount's server by this descriptor in /proc/PID/fd.
+  const UniqueFd mount_point(::open(plan.mountpoint.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!plan.log_file.empty()) {
     Status st = log.UseFile(plan.log_file, false);
     if (!st.ok()) return fail(st.WithPrefix("--log"));

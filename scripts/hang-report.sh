@@ -32,11 +32,15 @@ fuse_mounts() {
 echo "--- FUSE mounts (device, type, mount point)"
 fuse_mounts
 
-# The servers of a mount: packfs processes whose last argument is the mount point (absolute, or
-# relative to the process's directory).
+# The servers of a mount: packfs processes holding the mount point open, or (servers older than
+# that) whose last argument is the mount point, absolute or relative to the process's directory.
 servers_of() {
-  local pid arg cwd
+  local pid arg cwd fd
   for pid in $(pgrep -x packfs); do
+    # A server holds its mount point open (O_PATH): found whatever its command line says.
+    for fd in /proc/"$pid"/fd/*; do
+      [[ "$(readlink "$fd" 2>/dev/null)" == "$1" ]] && { echo "$pid"; continue 2; }
+    done
     arg=$(tr '\0' '\n' < "/proc/$pid/cmdline" 2>/dev/null | tail -n 1)
     [[ -n "$arg" ]] || continue
     if [[ "$arg" != /* ]]; then

@@ -3,7 +3,9 @@
 # whose server is stopped (SIGSTOP) holds a `cat` of one of its files; the report must list the
 # mount and abort its connection, after which the cat fails instead of waiting forever. Both
 # transports: /dev/fuse (-o noio_uring) and, where the kernel has it, FUSE io_uring (enable_uring
-# set for the run and put back), whose stopped server hang-report.sh must continue or kill.
+# set for the run and put back), whose stopped server hang-report.sh must continue or kill, also
+# when it runs in the background and was started with a mount point relative to a directory it
+# has left (DAEMON=1).
 # Usage: tests/integration/hang_report_test.sh SOURCE_DIR BUILD_DIR   (exit 77: skipped, no root or
 # /dev/fuse)
 set -uo pipefail
@@ -34,15 +36,25 @@ cleanup() {
 }
 trap 'cleanup; [[ -n $param_was ]] && echo "$param_was" > "$param"' EXIT
 
-# One case: the mount's server served with the packfs options "$@".
+# One case: the mount's server served with the packfs options "$@" (in the foreground, or with
+# DAEMON=1 in the background, started from /tmp with relative paths).
 run_case() {
   tmp=$(mktemp -d)
   mkdir -p "$tmp/src/a" "$tmp/mnt" "$tmp/mnt2"
   head -c 100000 /dev/urandom > "$tmp/src/a/one.bin"
   head -c 100000 /dev/urandom > "$tmp/src/a/two.bin"
   "$build/mkpack" pack "$tmp/src" "$tmp/pack" > /dev/null || { fail "mkpack pack"; return; }
-  "$build/packfs" -f "$@" "$tmp/pack" "$tmp/mnt" 2> "$tmp/packfs.log" &
-  server=$!
+  if [[ ${DAEMON:-0} == 1 ]]; then
+    local rel
+    rel=$(basename "$tmp")
+    (cd "$(dirname "$tmp")" && "$build/packfs" "$@" "$rel/pack" "$rel/mnt" 2> "$tmp/packfs.log") ||
+      { fail "$*: packfs in the background did not mount: $(cat "$tmp/packfs.log")"; return; }
+    server=$(pgrep -f "packfs .*$rel/mnt\$")
+    [[ $server =~ ^[0-9]+$ ]] || { fail "$*: cannot tell the background server: '$server'"; return; }
+  else
+    "$build/packfs" -f "$@" "$tmp/pack" "$tmp/mnt" 2> "$tmp/packfs.log" &
+    server=$!
+  fi
   for _ in $(seq 100); do
     [[ -e "$tmp/mnt/a/one.bin" ]] && break
     sleep 0.1
@@ -92,6 +104,7 @@ if [[ -e $param ]]; then
   param_was=$(cat "$param")
   echo Y > "$param"
   run_case -o io_uring
+  DAEMON=1 run_case -o io_uring
 fi
 
 if ((failures > 0)); then
