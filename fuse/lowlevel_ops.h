@@ -38,7 +38,7 @@ struct ServeConfig {
   // through a pipe); larger ones are zero-copy.
   size_t zero_copy_min = 128 * 1024;
   // Reads larger than this are copied too: what libfuse cannot splice it copies through a fresh
-  // allocation per reply (set by the session from what a pipe can hold, fuse/session.cc).
+  // allocation per reply (packfs sets it from what a pipe can hold, fuse/read_ahead.h).
   size_t zero_copy_max = SIZE_MAX;
   // Answer OPEN and OPENDIR with ENOSYS where the kernel supports it (-o open: answer them).
   bool no_open = true;

@@ -382,13 +382,17 @@ int RunMount(const Plan& plan, int ready_fd) {
   if (!plan.mount.prefetch) config.prefetch_max = 0;
   if (plan.mount.push_window) config.push_window = *plan.mount.push_window;
   config.max_read = plan.mount.max_read.value_or(config.max_read);
-  // Where a pipe cannot hold a 1 MiB reply (without CAP_SYS_RESOURCE, as in most containers),
-  // READs default to what one can hold, so that a checked member's large reads are spliced (one
-  // copy) rather than copied twice (fuse/read_ahead.h). The ring copies every reply anyway.
+  // Replies larger than a pipe can hold are copied (libfuse would allocate one per reply), and
+  // where a pipe cannot hold a 1 MiB reply (without CAP_SYS_RESOURCE, as in most containers)
+  // READs default to what one can, so that a checked member's large reads are spliced (one copy)
+  // rather than copied twice (fuse/read_ahead.h). The ring copies every reply anyway.
   std::string no_ring;
   const bool ring = plan.mount.io_uring.value_or(true) && UringTransport::KernelAllows(&no_ring);
-  if (!plan.mount.max_read && config.zero_copy && config.splice && !ring) {
-    config.max_read = SplicedMaxRead(config.max_read);
+  config.zero_copy_max = 0;
+  if (config.zero_copy && config.splice && !ring) {
+    const size_t fits = LargestSplicedRead(config.max_read);
+    if (!plan.mount.max_read) config.max_read = SplicedMaxRead(config.max_read, fits);
+    config.zero_copy_max = std::min<size_t>(fits, config.max_read);
   }
   SessionParams params;
   params.mountpoint = plan.mountpoint;

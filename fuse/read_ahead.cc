@@ -85,9 +85,9 @@ size_t LargestSplicedRead(size_t max_read) {
   return std::min(static_cast<size_t>(got) - kSlack, max_read);
 }
 
-unsigned SplicedMaxRead(unsigned max_read) {
-  const size_t fits = LargestSplicedRead(max_read) / 4096 * 4096;
-  return fits >= (128u << 10) ? static_cast<unsigned>(fits) : max_read;
+unsigned SplicedMaxRead(unsigned max_read, size_t fits) {
+  const size_t pages = std::min<size_t>(fits, max_read) / 4096 * 4096;
+  return pages >= (128u << 10) ? static_cast<unsigned>(pages) : max_read;
 }
 
 }  // namespace packfs

@@ -35,8 +35,9 @@ Result<uint32_t> RaiseReadAhead(const std::string& mountpoint, uint32_t kib);
 // libfuse's fallback, 1.3-1.8 through the pool). 0 when no pipe can be made.
 size_t LargestSplicedRead(size_t max_read);
 
-// `max_read`, or less where a pipe cannot hold a reply that large: the largest whole number of
-// pages one can (1008 KiB for 1 MiB where pipes stop at 1 MiB), but not under 128 KiB.
-unsigned SplicedMaxRead(unsigned max_read);
+// `max_read`, or less where a pipe cannot hold a reply that large (`fits`, from
+// LargestSplicedRead(max_read)): the whole pages one can (1008 KiB for 1 MiB where pipes stop at
+// 1 MiB), but not under 128 KiB.
+unsigned SplicedMaxRead(unsigned max_read, size_t fits);
 
 }  // namespace packfs

@@ -11,8 +11,6 @@
 #include <thread>
 #include <vector>
 
-#include "fuse/read_ahead.h"
-
 namespace packfs {
 namespace {
 
@@ -103,8 +101,6 @@ Status ServeMount(const Filesystem& fs, const ServeConfig& config, const Session
   }
   // Replies through the ring are copied into its buffers: no replies from the shard fd.
   if (uring) state.config.zero_copy = false;
-  state.config.zero_copy_max =
-      state.config.zero_copy && state.config.splice ? LargestSplicedRead(config.max_read) : 0;
 
   std::vector<std::string> args_s = {"packfs", "-o", params.fuse_options};
   if (params.debug) args_s.push_back("-d");

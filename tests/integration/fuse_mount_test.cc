@@ -375,7 +375,9 @@ TEST(ReadAheadTest, ASequentialReaderIsServedMaxReadAtATime) {
   // (SplicedMaxRead).
   std::string no_ring;
   const unsigned max_read =
-      UringTransport::KernelAllows(&no_ring) ? 1u << 20 : SplicedMaxRead(1u << 20);
+      UringTransport::KernelAllows(&no_ring)
+          ? 1u << 20
+          : SplicedMaxRead(1u << 20, LargestSplicedRead(1u << 20));
   EXPECT_EQ(testing::ReadFile(ra), std::to_string(max_read >> 10) + "\n");
   const auto reads = [&] {
     char buf[8192];

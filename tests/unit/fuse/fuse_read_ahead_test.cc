@@ -54,11 +54,15 @@ TEST(ReadAheadTest, LargestSplicedReadFitsLibfusesPipe) {
     }
   }
   // The default max_read: whole pages, and every READ of that size splices.
-  const unsigned max_read = SplicedMaxRead(1u << 20);
+  const unsigned max_read = SplicedMaxRead(1u << 20, LargestSplicedRead(1u << 20));
   EXPECT_EQ(max_read % 4096, 0u);
   EXPECT_GE(max_read, 128u << 10);
   EXPECT_LE(max_read, 1u << 20);
   EXPECT_EQ(LargestSplicedRead(max_read), max_read);
+  // Whole pages of what fits; never under 128 KiB; max_read when all of it fits.
+  EXPECT_EQ(SplicedMaxRead(1u << 20, (1u << 20) - 16384 + 100), (1u << 20) - 16384);
+  EXPECT_EQ(SplicedMaxRead(1u << 20, 64u << 10), 1u << 20);
+  EXPECT_EQ(SplicedMaxRead(1u << 20, 4u << 20), 1u << 20);
 }
 
 }  // namespace
