@@ -2,7 +2,7 @@
 """A TCP proxy on loopback that adds latency: stands in for a distant HTTP server (these machines
 have no `tc netem`) in front of nginx, for packfs's remote tests and bench/bench_remote.py.
 
-Usage: delay_proxy.py [--delay-ms MS] [--log PATH] [--count PATH] UPSTREAM_PORT PORT_FILE
+Usage: delay_proxy.py [--delay-ms MS] [--log PATH] [--counts] UPSTREAM_PORT PORT_FILE
 Binds 127.0.0.1 on a free port, writes the port to PORT_FILE (renamed into place, so a reader
 never sees half a number), and forwards every connection to 127.0.0.1:UPSTREAM_PORT.
 
@@ -19,14 +19,16 @@ H is the time the chunk really spent held (measured, never less than MS unless t
 was closing), FIRST LINE the chunk's first line when it looks like an HTTP request head ("-"
 otherwise). Tests read it to check that the delay was applied to each request.
 
---count PATH: on SIGUSR1, writes the totals so far as one JSON object to PATH (renamed into place):
-  {"snapshot": N, "connections": C, "chunks": K, "chunk_bytes": B, "response_bytes": R,
+--counts: answers each line read on stdin with the totals so far, one JSON object on one line
+of stdout:
+  {"connections": C, "chunks": K, "chunk_bytes": B, "response_bytes": R,
    "heads": {"GET": G, "HEAD": H, ...}}
-N counts the snapshots written (the Nth SIGUSR1 writes N, so a reader that sent it knows when
-the file is the answer), K the client chunks held and forwarded (one per HTTP request; for SSH,
-the packets the client sent together), "heads" those chunks by HTTP method, R the bytes that
-went back to clients. bench/bench_shared.py reads it before and after each pass: the
-difference is what the pass cost in requests, whatever the protocol.
+K the client chunks held and forwarded (one per HTTP request; for SSH, the packets the client
+sent together), "heads" those chunks by HTTP method, R the bytes that went back to clients.
+bench/bench_shared.py asks before and after each pass: the difference is what the pass cost in
+requests, whatever the protocol. (A question on a pipe, not a signal: Python runs a signal's
+handler only in its main thread, and signals that meet there merge; the bench once waited
+44 minutes on answers lost that way.)
 
 One thread per direction per connection plus one per held-chunk queue; it runs until killed.
 """
@@ -36,8 +38,8 @@ import fcntl
 import itertools
 import json
 import os
-import signal
 import socket
+import sys
 import threading
 import time
 
@@ -66,7 +68,6 @@ class Counts:
         self.lock = threading.Lock()
         self.connections = self.chunks = self.chunk_bytes = self.response_bytes = 0
         self.heads = collections.Counter()
-        self.snapshots = 0
 
     def connection(self):
         with self.lock:
@@ -83,15 +84,17 @@ class Counts:
         with self.lock:
             self.response_bytes += size
 
-    def write(self, path):
+    def totals(self):
         with self.lock:
-            self.snapshots += 1
-            doc = {"snapshot": self.snapshots, "connections": self.connections,
-                   "chunks": self.chunks, "chunk_bytes": self.chunk_bytes,
-                   "response_bytes": self.response_bytes, "heads": dict(self.heads)}
-        with open(path + ".tmp", "w") as f:
-            json.dump(doc, f)
-        os.rename(path + ".tmp", path)
+            return {"connections": self.connections, "chunks": self.chunks,
+                    "chunk_bytes": self.chunk_bytes, "response_bytes": self.response_bytes,
+                    "heads": dict(self.heads)}
+
+    def answer(self, questions, answers):
+        """One JSON line on `answers` for every line on `questions`, until it closes."""
+        for _ in questions:
+            answers.write(json.dumps(self.totals()) + "\n")
+            answers.flush()
 
 
 def close_quietly(*socks):
@@ -208,15 +211,13 @@ def main():
     ap.add_argument("--delay-ms", type=float, default=20.0,
                     help="milliseconds each client->server chunk is held (default 20)")
     ap.add_argument("--log", help="log one line per forwarded client chunk here")
-    ap.add_argument("--count", help="on SIGUSR1, write the totals so far here (JSON)")
+    ap.add_argument("--counts", action="store_true",
+                    help="answer each line on stdin with the totals so far (JSON on stdout)")
     ap.add_argument("upstream_port", type=int)
     ap.add_argument("port_file")
     args = ap.parse_args()
     log = Log(args.log)
     counts = Counts()
-    if args.count:
-        # The handler runs in this (the accepting) thread; accept() resumes after it.
-        signal.signal(signal.SIGUSR1, lambda *_: counts.write(args.count))
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
@@ -225,6 +226,8 @@ def main():
     with open(tmp, "w") as f:
         f.write(str(listener.getsockname()[1]))
     os.rename(tmp, args.port_file)
+    if args.counts:
+        threading.Thread(target=counts.answer, args=(sys.stdin, sys.stdout), daemon=True).start()
     for conn_id in itertools.count(1):
         client, _ = listener.accept()
         threading.Thread(target=handle, daemon=True,
