@@ -4,12 +4,13 @@
 // mount taken down and remounted at the same place while readers run never serves a wrong byte.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -37,10 +38,8 @@ class AccessTest : public ::testing::Test {
                   .exit_code, 0);
     // The temp dir must be traversable by the other user for the allow_other case.
     ::chmod(tmp_.path().c_str(), 0755);
-    ASSERT_EQ(::mkdir((tmp_ / "mnt").c_str(), 0755), 0);
-    char buf[PATH_MAX];
-    ASSERT_NE(::realpath((tmp_ / "mnt").c_str(), buf), nullptr);
-    mnt_ = buf;
+    mnt_ = testing::MakeMountPoint(tmp_ / "mnt");
+    ASSERT_FALSE(mnt_.empty()) << std::strerror(errno);
   }
   // Runs `command` as user nobody.
   static testing::RunResult AsNobody(const std::string& command) {

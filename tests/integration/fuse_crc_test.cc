@@ -6,7 +6,6 @@
 // read-ahead sends them) are both checked: a large member read through in order fails at its end.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <limits.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -81,10 +80,8 @@ class CrcMountTest : public ::testing::Test {
     testing::MakePythonPack(tmp_ / "tree", tmp_ / "media", 100);
     auto cat = testing::Run({testing::MkpackPath(), "catalog", tmp_ / "media"});
     ASSERT_EQ(cat.exit_code, 0) << cat.err;
-    ASSERT_EQ(::mkdir((tmp_ / "mnt").c_str(), 0755), 0);
-    char buf[PATH_MAX];
-    ASSERT_NE(::realpath((tmp_ / "mnt").c_str(), buf), nullptr);
-    mnt_ = buf;
+    mnt_ = testing::MakeMountPoint(tmp_ / "mnt");
+    ASSERT_FALSE(mnt_.empty()) << std::strerror(errno);
   }
   void Add(const std::string& key, size_t size) {
     testing::WriteFile(tmp_ / ("tree/" + key), testing::RandomBytes(size, files_.size() + 40));

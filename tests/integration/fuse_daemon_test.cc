@@ -5,7 +5,6 @@
 // Every mount here runs in the background as users run it, never with -f.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <limits.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -79,10 +78,8 @@ class DaemonTest : public ::testing::Test {
     testing::MakePythonPack(tmp_ / "tree", tmp_ / "media", 3);
     auto cat = testing::Run({testing::MkpackPath(), "catalog", tmp_ / "media"});
     ASSERT_EQ(cat.exit_code, 0) << cat.err;
-    ASSERT_EQ(::mkdir((tmp_ / "mnt").c_str(), 0755), 0);
-    char buf[PATH_MAX];
-    ASSERT_NE(::realpath((tmp_ / "mnt").c_str(), buf), nullptr);
-    mnt_ = buf;
+    mnt_ = testing::MakeMountPoint(tmp_ / "mnt");
+    ASSERT_FALSE(mnt_.empty()) << std::strerror(errno);
   }
   void TearDown() override {
     if (!mnt_.empty() && IsMounted(mnt_)) {

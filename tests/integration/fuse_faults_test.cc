@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -71,10 +70,8 @@ class FaultsTest : public ::testing::Test {
     testing::MakePythonPack(tmp_ / "tree", tmp_ / "media", 8);
     auto cat = testing::Run({testing::MkpackPath(), "catalog", tmp_ / "media"});
     ASSERT_EQ(cat.exit_code, 0) << cat.err;
-    ASSERT_EQ(::mkdir((tmp_ / "mnt").c_str(), 0755), 0);
-    char buf[PATH_MAX];
-    ASSERT_NE(::realpath((tmp_ / "mnt").c_str(), buf), nullptr);
-    mnt_ = buf;
+    mnt_ = testing::MakeMountPoint(tmp_ / "mnt");
+    ASSERT_FALSE(mnt_.empty()) << std::strerror(errno);
     log_ = tmp_ / "stderr.txt";
     packfs_ = std::make_unique<ForegroundPackfs>(
         std::vector<std::string>{"-f", "--catalog", tmp_ / "media/.packfs-catalog.sqlite",

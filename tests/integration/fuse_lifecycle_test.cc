@@ -2,7 +2,6 @@
 // run, stats printed at unmount with -d, and mounting through mount(8), mount.fuse3, fstab and
 // the mount.fuse.packfs helper. Each test checks /proc/mounts for leftovers.
 #include <fcntl.h>
-#include <limits.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -10,7 +9,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "tests/support/mount_util.h"
@@ -36,10 +37,8 @@ class LifecycleTest : public ::testing::Test {
                          testing::RandomBytes(200000, static_cast<uint64_t>(i)));
     }
     testing::MakePythonPack(tmp_ / "tree", tmp_ / "media", 8);
-    ASSERT_EQ(::mkdir((tmp_ / "mnt").c_str(), 0755), 0);
-    char buf[PATH_MAX];
-    ASSERT_NE(::realpath((tmp_ / "mnt").c_str(), buf), nullptr);
-    mnt_ = buf;
+    mnt_ = testing::MakeMountPoint(tmp_ / "mnt");
+    ASSERT_FALSE(mnt_.empty()) << std::strerror(errno);
   }
   void TearDown() override {
     if (!mnt_.empty() && IsMounted(mnt_)) {

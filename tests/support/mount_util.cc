@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -98,6 +99,12 @@ Mount::~Mount() {
   if (!IsMounted(mountpoint_)) return;
   Unmount();
   if (IsMounted(mountpoint_)) Run({"fusermount3", "-u", "-z", mountpoint_});
+}
+
+std::string MakeMountPoint(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) != 0) return "";
+  char buf[PATH_MAX];
+  return ::realpath(dir.c_str(), buf) ? buf : "";
 }
 
 bool WaitMounted(const std::string& mnt, bool want, int seconds) {

@@ -22,6 +22,10 @@ bool IsMounted(const std::string& mountpoint);
 // paths relative to `tree` in sorted order, mtimes and modes kept. No catalog is written.
 void MakePythonPack(const std::string& tree, const std::string& pack_dir, size_t per_shard);
 
+// Makes the directory `dir` (mode 0755) to mount on and returns its absolute path (no symlinks:
+// what /proc/mounts shows), or "" when it cannot be made.
+std::string MakeMountPoint(const std::string& dir);
+
 // Waits up to `seconds` until `mnt` is (want=true) or is no longer (false) mounted.
 bool WaitMounted(const std::string& mnt, bool want, int seconds = 10);
 
