@@ -195,6 +195,8 @@ def main():
         with uring_switch("N"):
             for name in [b for b in ORDER if b in (args.only or ORDER)]:
                 tb = time.perf_counter()
+                # When a run is cut short (CI's watchdog), this says which pass it was in.
+                print(f"== {name} [{tb - t0:.0f} s]", flush=True)
                 try:
                     BENCHES[name](args, work, ds, rows)
                 except Broken as e:

@@ -59,6 +59,7 @@ main_pid=$$
   sleep "$budget"
   echo "== [$SECONDS s] test.sh still running after $budget s (PACKFS_TEST_BUDGET):" \
        "stopping it" >&2
+  : > "$logs/watchdog-fired"
   scripts/hang-report.sh --abort >&2
   sleep 20
   for c in $(pgrep -P "$main_pid"); do
@@ -113,7 +114,12 @@ finish_bench() {
   bench_pid=
   if ! wait "$pid"; then
     cat "$logs/bench.log"
-    echo "quick bench FAILED (see above; BROKEN lines say why)" >&2
+    if [[ -e "$logs/watchdog-fired" ]]; then
+      echo "quick bench FAILED: the watchdog stopped it after $budget s (its hang report," \
+           "earlier in this output, says where it waited)" >&2
+    else
+      echo "quick bench FAILED (see above; BROKEN lines say why)" >&2
+    fi
     exit 1
   fi
   step "quick bench: $(tail -n 1 "$logs/bench.log")"
