@@ -103,6 +103,14 @@ def started(cmd, mnt, budget, probe=PROBE):
             p.wait()
 
 
+def daemon_state(p):
+    """What a failed stat says about the daemon `p` (a Popen with stderr piped)."""
+    if p.poll() is None:
+        return "packfs still runs"
+    return (f"packfs exited with status {p.returncode}: "
+            + p.stderr.read().decode(errors="replace").strip()[-2000:])
+
+
 def mount_once(cmd, mnt, proxy, budget):
     """The time to the first stat, the proxy's requests and response bytes until then, and the
     daemon's peak RSS."""
@@ -184,7 +192,11 @@ def remote_catalog(args, d, www, srv, ds, rows):
                 for q in paths[1:]:
                     c0 = chunks(srv.proxy)
                     t = time.perf_counter()
-                    os.stat(os.path.join(mnt, q))
+                    try:
+                        os.stat(os.path.join(mnt, q))
+                    except OSError as e:
+                        raise Broken(f"scale: stat {q} on the {members}-member set ({mode}): "
+                                     f"{e.strerror}; {daemon_state(p)}")
                     took.append(time.perf_counter() - t)
                     c1 = chunks(srv.proxy)
                     if c0 is not None and c1 is not None:
