@@ -70,10 +70,18 @@ run_case() {
 
   # The server stops answering; a read of a file the kernel has not seen yet waits on it.
   kill -STOP "$server"
-  cat "$tmp/mnt/a/two.bin" > /dev/null 2> "$tmp/cat.err" &
+  cat "$tmp/mnt/a/two.bin" > "$tmp/cat.out" 2> "$tmp/cat.err" &
   reader=$!
   sleep 1
-  kill -0 "$reader" 2>/dev/null || fail "$*: the reader did not wait on the stopped server (a test set-up problem)"
+  if ! kill -0 "$reader" 2>/dev/null; then
+    # What a reader that did not wait got, and what the server and the kernel were doing then.
+    fail "$*: the reader did not wait on the stopped server (a test set-up problem):" \
+      "read $(stat -c %s "$tmp/cat.out") bytes ($(cmp -s "$tmp/src/a/two.bin" "$tmp/cat.out" &&
+        echo the right ones || echo not the file)), stderr '$(cat "$tmp/cat.err")';" \
+      "server $server: $(ps -o stat=,args= -p "$server" | head -c 300)" \
+      "(threads: $(ps -L -o stat= -p "$server" | sort | uniq -c | tr -s ' \n' ' '));" \
+      "mounts: $(grep -F "$tmp" /proc/mounts | tr '\n' ';'); server log: $(head -c 1000 "$tmp/packfs.log")"
+  fi
 
   # Only this test's mount: other tests may have mounts of their own right now.
   report=$("$src/scripts/hang-report.sh" --abort "$tmp/mnt" 2>&1)
