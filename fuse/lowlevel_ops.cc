@@ -261,8 +261,13 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
       Pusher& pusher = *s.pusher;
       got = s.fs->ReadThrough(
           ino, static_cast<uint64_t>(off), size, pusher.window(), zero_copy_min,
-          [&pusher](uint64_t dir) {
-            return !pusher.Busy() && pusher.DirReady(dir) && pusher.Pays();
+          [&pusher, &stats](uint64_t dir) {
+            if (!pusher.DirReady(dir)) return false;
+            if (pusher.Busy()) {  // the push threads are behind: counted, no followers now
+              stats.CountPush(Stats::PushEvent::kBusy);
+              return false;
+            }
+            return pusher.Pays();
           },
           [&pusher](uint64_t i) { return pusher.Wanted(i); }, &job.buf, &job.followers,
           &job.dir);

@@ -54,7 +54,8 @@ std::string Stats::ToJson(const std::string& extra) const {
          ", \"reread\": " + push(PushEvent::kReread) +
          ", \"dropped\": " + push(PushEvent::kDropped) +
          ", \"paused\": " + push(PushEvent::kPaused) +
-         ", \"evicted_windows\": " + push(PushEvent::kEvictedWindow) + "},\n";
+         ", \"evicted_windows\": " + push(PushEvent::kEvictedWindow) +
+         ", \"busy\": " + push(PushEvent::kBusy) + "},\n";
   auto hint = [&](HintEvent e) { return std::to_string(hint_count(e)); };
   out += "  \"hint\": {\"wide\": " + hint(HintEvent::kWide) +
          ", \"resident\": " + hint(HintEvent::kResident) +

@@ -56,7 +56,7 @@ class Stats {
   // before their read (memory too short for it), and such windows found evicted.
   enum class PushEvent : uint8_t {
     kWindow = 0, kFile, kUnknownInode, kFailed, kReread, kDropped, kPaused, kEvictedWindow,
-    kCount
+    kBusy, kCount
   };
   void CountPush(PushEvent e, uint64_t bytes = 0) {
     push_[static_cast<size_t>(e)].fetch_add(1, std::memory_order_relaxed);
