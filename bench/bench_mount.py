@@ -54,8 +54,8 @@ def vm_hwm_kib(pid):
 
 
 def measure_mount(cmd, mnt, probe, budget, find_budget):
-    """find_budget 0: no find."""
-    """Starts a foreground daemon; returns the figures, or {"too_slow": ...}."""
+    """Starts a foreground daemon; returns the figures, or {"too_slow": ...} / {"failed": ...}.
+    find_budget 0: no find."""
     unmount(mnt)
     os.makedirs(mnt, exist_ok=True)
     drop_caches()
