@@ -139,8 +139,23 @@ Filesystem::SourceNode Filesystem::ToSource(const Node& merged) const {
 Result<std::optional<Attr>> Filesystem::Lookup(uint64_t parent, std::string_view name,
                                                uint64_t prefetch_max,
                                                uint64_t prefetch_span) const {
-  // One query on the hot path: only a miss needs to know whether `parent` is a directory.
-  PACKFS_ASSIGN_OR_RETURN(std::optional<Node> child, catalog_->Lookup(parent, name));
+  // One query on the hot path (none in a directory held in memory: core/read/dir_names.h): only
+  // a miss needs to know whether `parent` is a directory.
+  std::optional<Node> child;
+  Node held;
+  switch (dir_names_.Find(parent, name, &held)) {
+    case DirNames::Found::kChild:
+      child = std::move(held);
+      break;
+    case DirNames::Found::kAbsent:
+      return std::optional<Attr>();  // only directories are held
+    case DirNames::Found::kNotHeld: {
+      PACKFS_ASSIGN_OR_RETURN(child, catalog_->Lookup(parent, name));
+      uint32_t count = 0;
+      if (dir_names_.Count(parent, &count)) HoldDirNames(parent, count);
+      break;
+    }
+  }
   if (child) {
     if (!child->is_dir()) looked_up_.Put(*child);
     Prefetch(*child, prefetch_max, prefetch_span);
@@ -151,6 +166,17 @@ Result<std::optional<Attr>> Filesystem::Lookup(uint64_t parent, std::string_view
     return Status::IOError("'" + QuoteKey(KeyOrId(dir)) + "' is not a directory", ENOTDIR);
   }
   return std::optional<Attr>();
+}
+
+void Filesystem::HoldDirNames(uint64_t dir_id, uint32_t lookups) const {
+  Result<Node> dir = GetNode(dir_id);
+  if (!dir.ok() || !dir->is_dir() || !dir_names_.Due(lookups, dir->child_count)) return;
+  std::vector<Node> children;
+  children.reserve(dir->child_count);
+  if (!catalog_->Range(dir->first_child, dir->first_child + dir->child_count, &children).ok()) {
+    return;  // best effort: the catalog answers this directory's lookups as before
+  }
+  if (children.size() == dir->child_count) dir_names_.Hold(dir_id, std::move(children));
 }
 
 Result<Attr> Filesystem::GetAttr(uint64_t ino) const {
@@ -566,6 +592,10 @@ std::string Filesystem::StatsJson() const {
              ", \"bad\": " + std::to_string(c.bad) +
              ", \"forgotten\": " + std::to_string(c.forgotten) + "}";
   }
+  const DirNames::Counters d = dir_names_.counters();
+  extra += ", \"lookups_in_memory\": {\"dirs\": " + std::to_string(d.dirs) +
+           ", \"nodes\": " + std::to_string(d.nodes) +
+           ", \"answered\": " + std::to_string(d.answered) + "}";
   if (options_.extra_stats) extra += ", " + options_.extra_stats();
   return stats_.ToJson(extra);
 }

@@ -30,6 +30,7 @@
 #include "core/catalog/catalog.h"
 #include "core/read/pack_set.h"
 #include "core/read/payoff.h"
+#include "core/read/dir_names.h"
 #include "core/read/recent_nodes.h"
 
 namespace packfs {
@@ -231,6 +232,7 @@ class Filesystem {
   Result<Node> GetNode(uint64_t ino) const;
   Result<Node> GetFile(uint64_t ino) const;
   void Prefetch(const Node& file, uint64_t max_bytes, uint64_t span) const;  // see Lookup
+  void HoldDirNames(uint64_t dir_id, uint32_t lookups) const;  // into dir_names_ if due
   // Whether a lookup's hint may take the span past the file, and what became of earlier ones
   // (hint_payoff_).
   bool JudgeHint(const Node& file, int fd, const SourceNode& src) const;
@@ -276,6 +278,7 @@ class Filesystem {
   mutable RecentErrors errors_;
   // Files just looked up: the READ that follows finds its node here (GetFile).
   mutable RecentNodes looked_up_;
+  mutable DirNames dir_names_;  // directories held in memory for lookups
   // Whether the lookup's span pays: paused while the files it brings are evicted first.
   mutable Payoff hint_payoff_;
   // Whether reading followers to push pays: paused while the shard bytes of the windows read

@@ -1,6 +1,6 @@
 // Tests of the core Filesystem without FUSE: lookup, getattr, readdir offsets, reads, xattrs,
-// statfs totals, merging of several sources and their collisions, damaged members (headers, and
-// data bytes caught by the CRC-32 checks), and the list of recent errors.
+// statfs totals, merging of several sources and their collisions, lookups from memory, damaged
+// members (headers, and data bytes caught by the CRC-32 checks), and the list of recent errors.
 #include "core/read/filesystem.h"
 
 #include <fcntl.h>
@@ -535,5 +535,51 @@ TEST_F(MergeTest, FileAgainstDirectoryFails) {
   EXPECT_FALSE(fs.ok());
 }
 
+
+// Lookups in a directory looked up in often are answered from memory (core/read/dir_names.h)
+// after the first DirNames::kLoadAfter: every name, before and after, gives the same node, and
+// names that are not there (between, before and after the held ones, in byte order) stay absent.
+// In a merged tree too, where the directory's children come from two sources.
+TEST_F(MergeTest, LookupsAnswerTheSameOnceADirectoryIsHeldInMemory) {
+  std::map<std::string, std::string> one, two;
+  std::vector<std::string> names;
+  for (int i = 0; i < 40; ++i) {
+    // Mixed case, digits and UTF-8: byte order differs from a case-blind or locale order.
+    std::string name = (i % 3 == 0 ? "B" : i % 3 == 1 ? "a" : "\xc3\xa9") + std::to_string(i);
+    names.push_back(name);
+    (i % 2 ? one : two)["d/" + name] = std::string(static_cast<size_t>(i) + 1, 'x');
+  }
+  Make("one", one);
+  Make("two", two);
+  auto fs = OpenFs({tmp_ / "one/media", tmp_ / "two/media"});
+  ASSERT_NE(fs, nullptr);
+  auto dir = Resolve(*fs, "d");
+  ASSERT_TRUE(dir);
+  std::map<std::string, uint64_t> ino;
+  for (int round = 0; round < 3; ++round) {  // 120 lookups: well past kLoadAfter
+    for (size_t i = 0; i < names.size(); ++i) {
+      auto r = fs->Lookup(dir->ino, names[i]);
+      ASSERT_TRUE(r.ok() && *r) << names[i] << " round " << round;
+      EXPECT_EQ((*r)->size, i + 1) << names[i];
+      if (round == 0) ino[names[i]] = (*r)->ino;
+      EXPECT_EQ((*r)->ino, ino[names[i]]) << names[i] << " round " << round;
+    }
+    for (const char* absent : {"", "0", "A", "B", "B00", "a", "zz", "\xc3", "\xff"}) {
+      auto r = fs->Lookup(dir->ino, absent);
+      ASSERT_TRUE(r.ok()) << absent;
+      EXPECT_FALSE(*r) << absent << " round " << round;
+    }
+  }
+  // The directory was held, and answered the lookups after the kLoadAfter-th.
+  auto stats = fs->GetXattr(kRootId, Filesystem::kXattrStats);
+  ASSERT_TRUE(stats.ok() && *stats);
+  auto held = nlohmann::json::parse(**stats)["lookups_in_memory"];
+  EXPECT_EQ(held["dirs"], 1) << held;
+  EXPECT_EQ(held["nodes"], 40) << held;
+  EXPECT_EQ(held["answered"], 3 * (40 + 9) - DirNames::kLoadAfter) << held;
+  auto file = fs->Lookup(dir->ino, names[5]);
+  ASSERT_TRUE(file.ok() && *file);
+  EXPECT_EQ(ReadAll(*fs, (*file)->ino), std::string(6, 'x'));
+}
 }  // namespace
 }  // namespace packfs
