@@ -28,9 +28,9 @@
 #include "core/base/stats.h"
 #include "core/base/status.h"
 #include "core/catalog/catalog.h"
+#include "core/read/dir_names.h"
 #include "core/read/pack_set.h"
 #include "core/read/payoff.h"
-#include "core/read/dir_names.h"
 #include "core/read/recent_nodes.h"
 
 namespace packfs {
