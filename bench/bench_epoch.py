@@ -35,8 +35,7 @@ def epoch_keys(ds, n):
     return keys[:n]
 
 
-def write_epoch_lists(ds, args, work, keys):
-    ext = ds.extents()
+def write_epoch_lists(args, work, keys, ext):
     d = os.path.join(work, "lists")
     os.makedirs(d, exist_ok=True)
     for r in list(range(args.repeat)) + ["check"]:
@@ -50,7 +49,7 @@ def write_epoch_lists(ds, args, work, keys):
             f.write("".join("%s\t%d\t%d\t%s\n" % (*ext[k], k) for k in order))
 
 
-def make_contenders(ds, args, work, uring, keys):
+def make_contenders(ds, args, work, uring, shards):
     mnt = lambda n: os.path.join(work, "mnt", n)  # noqa: E731
     packfs = os.path.join(args.build, "packfs")
     # "packfs" serves through /dev/fuse: enable_uring is on for the run, and a mount takes the
@@ -65,15 +64,12 @@ def make_contenders(ds, args, work, uring, keys):
     # the page cache (read after the caches are dropped, before the clock), so no pass waits on
     # the disk and each file costs only its requests (LOOKUP and READ by path). A target above
     # it cannot be met by reading the disk better.
-    ext = ds.extents()
-    cached = sorted({ext[k][0] for k in keys})
     cs.append(Contender("packfs, shards cached", mnt("packfs-cached"),
-                        dev + [ds.packdir, mnt("packfs-cached")]))
-    cs[-1].cache_first = cached
+                        dev + [ds.packdir, mnt("packfs-cached")], cache_first=shards))
     if uring:
         cs.append(Contender("packfs -o io_uring, shards cached", mnt("packfs-uring-cached"),
-                            [packfs, "-o", "io_uring", ds.packdir, mnt("packfs-uring-cached")]))
-        cs[-1].cache_first = cached
+                            [packfs, "-o", "io_uring", ds.packdir, mnt("packfs-uring-cached")],
+                            cache_first=shards))
     if not args.quick:
         # What pushing a read's followers into the page cache buys (fuse/push.h).
         cs.append(Contender("packfs -o nopush", mnt("packfs-nopush"),
@@ -91,8 +87,9 @@ def bench_epoch(args, work, ds, rows):
 def _bench_epoch(args, work, ds, rows, uring):
     ds.ensure_src()
     keys = epoch_keys(ds, min(args.epoch_files, args.files))
-    cs = make_contenders(ds, args, work, uring, keys)
-    write_epoch_lists(ds, args, work, keys)
+    ext = ds.extents()  # key -> (shard path, offset, size): one `mkpack ls` of the set
+    cs = make_contenders(ds, args, work, uring, sorted({ext[k][0] for k in keys}))
+    write_epoch_lists(args, work, keys, ext)
     total = sum(os.path.getsize(os.path.join(ds.src, k)) for k in keys)
     rows.append({"bench": "epoch-meta", "files": len(keys), "bytes": total})
     print(f"epoch: {len(cs)} contenders, {len(keys)} files ({total / 2**20:.0f} MiB), threads "
@@ -155,7 +152,7 @@ def run_passes(args, work, cs, rows, broken, extra):
                             args.mount_budget):
                         continue
                     drop_caches()
-                    for path in getattr(c, "cache_first", ()):
+                    for path in c.cache_first:
                         read_whole(path)
                     before = packfs_stats(c.root) if c.name.startswith("packfs") else None
                     res = read_pass(args, work, c, r, threads, pattern == "scan",

@@ -36,9 +36,10 @@ class Contender:
     """One way of getting at the files: a directory (loose, or a FUSE mount made by `cmd`) or
     raw pread of the shard extents."""
 
-    def __init__(self, name, root=None, cmd=None, pread=False, only_threads=None):
+    def __init__(self, name, root=None, cmd=None, pread=False, only_threads=None, cache_first=()):
         self.name, self.root, self.cmd, self.pread = name, root, cmd, pread
         self.only_threads = only_threads  # reader thread counts it runs with (None: all)
+        self.cache_first = cache_first  # files read into the page cache before each pass
         self.slow = None    # "too slow: ..." once a pass got through < 1/10 of the sample
         self.over = False   # a pass ran past --budget: later passes get --slow-budget
         self.dead = None    # why it cannot run at all (mount failed / too slow)

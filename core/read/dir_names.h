@@ -7,8 +7,8 @@
 // children (and at least kLoadAfter): like pushing (fuse/push.h), only where a pass reads much of
 // the directory. A pass over a tenth of a set would pay the load for few lookups; an epoch by path
 // gets the other seven eighths of its lookups from memory. Only directories of at most
-// kMaxChildren children, and only while kMaxNodes fit in all (about 140 bytes a node: up to
-// ~9 MiB); the rest stay with the catalog. Nothing is evicted, so a mount that moves on to other
+// kMaxChildren children, and only while kMaxNodes fit in all (about 128 bytes a node: up to
+// ~8 MiB); the rest stay with the catalog. Nothing is evicted, so a mount that moves on to other
 // directories answers those from the catalog as before, never worse. Catalog
 // nodes do not change while mounted, so a held directory is never stale.
 //
