@@ -10,7 +10,8 @@ The epoch set is the first --epoch-files files of the data set (whole directorie
 their shards' order), read in a shuffled order that differs per repeat. Contenders: loose files,
 raw pread of the same bytes from the shards (fds opened before the clock starts: the limit of
 the storage in this pattern), packfs (and packfs -o io_uring where the kernel has it, and
-packfs -o nopush: what pushing a read's followers into the page cache buys), packfs with the
+packfs -o nopush: what pushing a read's followers into the page cache buys, and packfs -o
+nostream: what streaming the directories it reads through buys), packfs with the
 shards the epoch reads already in the page cache ("shards cached": no disk read in the pass, so
 what is left is the cost of the mount's requests, the limit of a FUSE mount in this pattern),
 squashfuse over an uncompressed squashfs of the same files. Every contender is checked byte for
@@ -74,6 +75,9 @@ def make_contenders(ds, args, work, uring, shards):
         # What pushing a read's followers into the page cache buys (fuse/push.h).
         cs.append(Contender("packfs -o nopush", mnt("packfs-nopush"),
                             dev + ["-o", "nopush", ds.packdir, mnt("packfs-nopush")]))
+        # What streaming the directories an epoch reads through buys (core/read/dir_stream.h).
+        cs.append(Contender("packfs -o nostream", mnt("packfs-nostream"),
+                            dev + ["-o", "nostream", ds.packdir, mnt("packfs-nostream")]))
         cs.append(Contender("squashfuse", mnt("squashfuse"),
                             ["squashfuse", ds.ensure_squash(), mnt("squashfuse")]))
     return cs
@@ -113,7 +117,8 @@ def _bench_epoch(args, work, ds, rows, uring):
         # memory cgroup holding a quarter of it (plus room for the processes), page cache
         # included. Neighbours read ahead or pushed may now be evicted before their turn.
         limit = args.epoch_memory or total // 4 + (48 << 20)
-        small = [c for c in cs if c.name in ("loose", "raw pread", "packfs", "packfs -o nopush")]
+        small = [c for c in cs if c.name in ("loose", "raw pread", "packfs", "packfs -o nopush",
+                                             "packfs -o nostream")]
         with memory_limited(limit) as why:
             if why:
                 print(f"epoch with {limit >> 20} MiB of memory: skipped, {why}", flush=True)

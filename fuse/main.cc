@@ -204,6 +204,8 @@ Result<Plan> MakePlan(const Cli& cli) {
   plan.fs.gid = plan.mount.gid.value_or(::getgid());
   plan.fs.umask = plan.mount.umask.value_or(0);
   plan.fs.verify_crc = plan.mount.crc;
+  // Directory streaming is read-ahead too: -o noprefetch turns it off with the lookup hints.
+  plan.fs.stream_dirs = plan.mount.stream && plan.mount.prefetch;
   std::string collision = !cli.on_collision.empty() ? cli.on_collision
                                                     : plan.mount.on_collision.value_or("error");
   if (collision == "first") {
@@ -494,7 +496,7 @@ int main(int argc, char** argv) {
   app.add_option("-o", cli.o,
                  "mount options: allow_other, uid=N, gid=N, umask=OCTAL, max_read=N, "
                  "catalog=PATH|none, threads=N, on_collision=first|last, log=FILE, nonempty, "
-                 "nocrc, push=SIZE, nopush, nozerocopy, open, io_uring, noio_uring, ...")
+                 "nocrc, push=SIZE, nopush, nostream, nozerocopy, open, io_uring, noio_uring, ...")
       ->allow_extra_args(false);
   app.add_option("--threads", cli.threads, "FUSE worker threads (default 8)")
       ->check(CLI::Range(1, 1024));

@@ -80,6 +80,8 @@ Status ParseMountOptions(std::string_view list, MountOptions* out) {
       out->splice = false;
     } else if (opt == "noprefetch") {
       out->prefetch = false;
+    } else if (opt == "nostream") {
+      out->stream = false;
     } else if (name == "push") {
       Result<uint64_t> v = ParseByteSize(value);
       if (!v.ok()) return v.status().WithPrefix("-o push");

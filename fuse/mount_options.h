@@ -1,6 +1,6 @@
 // Mount options: splits `-o a,b=c` lists into what packfs handles itself (uid=, gid=, umask=,
 // catalog=, on_collision=, threads=, log=, nozerocopy, nosplice, noprefetch, push=, nopush,
-// nocrc, nonempty, open, io_uring, noio_uring) and what goes to libfuse and the kernel
+// nostream, nocrc, nonempty, open, io_uring, noio_uring) and what goes to libfuse and the kernel
 // (allow_other, max_read=, ...), dropping what only mount(8) and fstab use (defaults, noauto,
 // nofail, _netdev, user, x-*, ...). Pure functions; thread-compatible.
 #pragma once
@@ -31,6 +31,7 @@ struct MountOptions {
   // a warning when refused; false (-o noio_uring) = /dev/fuse only.
   std::optional<bool> io_uring;
   bool prefetch = true;                     // -o noprefetch: no read-ahead at lookup
+  bool stream = true;                       // -o nostream: no directory streaming
   std::optional<uint64_t> push_window;      // -o push=SIZE (bytes), -o nopush (0)
   bool crc = true;                          // -o nocrc: no CRC-32 checks of members
   bool debug = false;                       // -o debug

@@ -62,6 +62,11 @@ std::string Stats::ToJson(const std::string& extra) const {
          ", \"evicted\": " + hint(HintEvent::kEvicted) +
          ", \"paused\": " + hint(HintEvent::kPaused) +
          ", \"streamed\": " + hint(HintEvent::kStreamed) + "},\n";
+  auto stream = [&](StreamEvent e) { return std::to_string(stream_count(e)); };
+  out += "  \"dir_stream\": {\"extents\": " + stream(StreamEvent::kExtent) +
+         ", \"bytes\": " + std::to_string(streamed_bytes()) +
+         ", \"no_room\": " + stream(StreamEvent::kNoRoom) +
+         ", \"stopped\": " + stream(StreamEvent::kStopped) + "},\n";
   out += "  \"read_latency_us\": {";
   for (size_t i = 0; i < latency_.size(); ++i) {
     out += i ? ", " : "";

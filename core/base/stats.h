@@ -76,6 +76,18 @@ class Stats {
   uint64_t hint_count(HintEvent e) const {
     return hint_[static_cast<size_t>(e)].load(std::memory_order_relaxed);
   }
+  // Directories streamed into the page cache ahead of their reads (core/read/dir_stream.h):
+  // extents streamed and their bytes, extents skipped because memory had no room for them, and
+  // streams stopped part way because the room ran out.
+  enum class StreamEvent : uint8_t { kExtent = 0, kNoRoom, kStopped, kCount };
+  void CountStream(StreamEvent e) {
+    stream_[static_cast<size_t>(e)].fetch_add(1, std::memory_order_relaxed);
+  }
+  void AddStreamed(uint64_t bytes) { streamed_bytes_.fetch_add(bytes, std::memory_order_relaxed); }
+  uint64_t stream_count(StreamEvent e) const {
+    return stream_[static_cast<size_t>(e)].load(std::memory_order_relaxed);
+  }
+  uint64_t streamed_bytes() const { return streamed_bytes_.load(std::memory_order_relaxed); }
   uint64_t requests(RequestKind kind) const {
     return requests_[static_cast<size_t>(kind)].load(std::memory_order_relaxed);
   }
@@ -83,8 +95,8 @@ class Stats {
   uint64_t bytes_served() const { return bytes_served_.load(std::memory_order_relaxed); }
 
   // One JSON object: {"requests": {...}, "bytes_served": N, "errors": N, "reads_in_flight": N,
-  // "shards_used": N, "push": {...}, "hint": {...}, "read_latency_us": {"<lower bound>":
-  // count, ...}}. `extra` is spliced in verbatim as additional members (e.g.
+  // "shards_used": N, "push": {...}, "hint": {...}, "dir_stream": {...}, "read_latency_us":
+  // {"<lower bound>": count, ...}}. `extra` is spliced in verbatim as additional members (e.g.
   // "\"sources\": 2"), or empty.
   std::string ToJson(const std::string& extra = "") const;
 
@@ -98,6 +110,8 @@ class Stats {
   std::array<std::atomic<uint64_t>, static_cast<size_t>(PushEvent::kCount)> push_{};
   std::atomic<uint64_t> pushed_bytes_{0};
   std::array<std::atomic<uint64_t>, static_cast<size_t>(HintEvent::kCount)> hint_{};
+  std::array<std::atomic<uint64_t>, static_cast<size_t>(StreamEvent::kCount)> stream_{};
+  std::atomic<uint64_t> streamed_bytes_{0};
 };
 
 }  // namespace packfs

@@ -45,6 +45,12 @@ Result<std::unique_ptr<Filesystem>> Filesystem::Open(
   fs->shard_count_ = fs->catalog_->shard_count();
   fs->shard_seen_ = std::make_unique<std::atomic<bool>[]>(fs->shard_count_);
   if (options.verify_crc) fs->crc_ = std::make_unique<CrcTracker>(t.files + t.directories);
+  if (options.stream_dirs) {
+    const Filesystem* self = fs.get();
+    fs->stream_ = std::make_unique<DirStream>(
+        [self](uint64_t dir) { return self->StreamExtents(dir); },
+        options.stream_room ? options.stream_room : MemoryRoom, fs->stats_);
+  }
   return fs;
 }
 
@@ -446,10 +452,64 @@ Result<ReadReply> Filesystem::ReadThrough(
   return reply;
 }
 
+void Filesystem::StreamDir(uint64_t dir) const {
+  if (stream_) stream_->Want(dir);
+}
+
+void Filesystem::DrainStreams() const {
+  if (stream_) stream_->Drain();
+}
+
+std::vector<DirStream::Extent> Filesystem::StreamExtents(uint64_t dir_id) const {
+  std::vector<DirStream::Extent> out;
+  Result<Node> dir = GetNode(dir_id);
+  if (!dir.ok() || !dir->is_dir()) return out;
+  // Per shard of a zip/tar source: the range from the first member's header to the last
+  // member's end, and the bytes of the members in it. Shards without a file descriptor (remote
+  // sources) are left out when leased below.
+  struct Span {
+    const PackSet* set;
+    uint32_t shard;
+    uint64_t from, to, bytes;
+  };
+  std::vector<Span> spans;
+  Status st = catalog_->ForRange(dir->first_child, dir->first_child + dir->child_count,
+                                 [&](Node&& n) {
+    if (n.is_dir() || n.size == 0) return true;
+    SourceNode src = ToSource(n);
+    if (src.set->raw_members()) return true;
+    const uint64_t from = std::min(src.node.local_header_offset, src.node.data_offset);
+    const uint64_t to = src.node.data_offset + src.node.size;
+    auto it = std::find_if(spans.begin(), spans.end(), [&](const Span& s) {
+      return s.set == src.set && s.shard == src.node.shard;
+    });
+    if (it == spans.end()) {
+      spans.push_back(Span{src.set, src.node.shard, from, to, to - from});
+    } else {
+      it->from = std::min(it->from, from);
+      it->to = std::max(it->to, to);
+      it->bytes += to - from;
+    }
+    return spans.size() <= 64;  // a directory spread over more shards is not streamed
+  });
+  if (!st.ok() || spans.size() > 64) return out;
+  for (const Span& s : spans) {
+    // Mostly this directory's bytes: members written in another order would have the stream
+    // read other directories' files too.
+    if (s.bytes * 2 < s.to - s.from) continue;
+    Result<ShardLease> lease = s.set->OpenShard(s.shard);
+    if (!lease.ok() || (*lease)->fd() < 0) continue;
+    out.push_back(DirStream::Extent{std::move(*lease), s.from, s.to});
+  }
+  return out;
+}
+
 void Filesystem::Prefetch(const Node& file, uint64_t max_bytes, uint64_t span) const {
   if (file.is_dir() || file.size == 0 || file.size > max_bytes) return;
   SourceNode src = ToSource(file);
   if (src.set->raw_members()) return;  // loose or synthesized: no member range to hint
+  // Its directory was streamed whole (core/read/dir_stream.h): its bytes came in already.
+  if (stream_ && stream_->Streamed(file.parent)) return;
   Result<ShardLease> lease = src.set->OpenShard(src.node.shard);
   if (!lease.ok() || (*lease)->fd() < 0) return;
   const uint64_t from = std::min(src.node.local_header_offset, src.node.data_offset);

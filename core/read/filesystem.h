@@ -29,6 +29,7 @@
 #include "core/base/status.h"
 #include "core/catalog/catalog.h"
 #include "core/read/dir_names.h"
+#include "core/read/dir_stream.h"
 #include "core/read/pack_set.h"
 #include "core/read/payoff.h"
 #include "core/read/recent_nodes.h"
@@ -47,6 +48,11 @@ struct FilesystemOptions {
   // More members for the stats JSON (e.g. a remote reader's "\"remote_cache\": {...}"), called
   // on every read of the stats attribute; must be thread-safe. Empty: none.
   std::function<std::string()> extra_stats;
+  // Start a thread that reads the shard extents of directories asked for with StreamDir into
+  // the page cache ahead of their reads (core/read/dir_stream.h).
+  bool stream_dirs = false;
+  // The page cache's room for that (core/read/page_cache.h's MemoryRoom when empty).
+  std::function<std::optional<uint64_t>()> stream_room;
 };
 
 // Attributes of one node, the core's `struct stat`.
@@ -185,6 +191,13 @@ class Filesystem {
       std::vector<uint8_t>* scratch, std::vector<Follower>* followers, uint64_t* dir) const;
   // Entries of directory `dir` (0 when it is not one).
   uint64_t ChildCount(uint64_t dir) const;
+  // Directory `dir` is being read through (most of its files will be read): its files' extents
+  // in shard files (local, or on a network file system; not remote sources) are read into the
+  // page cache from now on, once per mount, when memory has room (core/read/dir_stream.h).
+  // No-op without options.stream_dirs. Returns at once.
+  void StreamDir(uint64_t dir) const;
+  // Waits until the directories asked for so far are streamed (tests).
+  void DrainStreams() const;
   // Bytes of its shard a lookup's prefetch hints at least (see Lookup): the kernel's default
   // read-ahead of a block device.
   static constexpr uint64_t kPrefetchSpan = 128 * 1024;
@@ -302,6 +315,10 @@ class Filesystem {
   bool NearLastLookup(const PackSet* set, uint32_t shard, uint64_t from) const;
   mutable std::mutex last_lookup_mu_;
   mutable LastLookup last_lookup_;
+  // The ranges of shard files holding `dir`'s files (DirStream's callback).
+  std::vector<DirStream::Extent> StreamExtents(uint64_t dir) const;
+  // Last: its thread calls StreamExtents, so it stops before anything else goes.
+  std::unique_ptr<DirStream> stream_;
 };
 
 }  // namespace packfs

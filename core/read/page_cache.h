@@ -1,7 +1,8 @@
 // PageCacheState: what the kernel's page cache holds of a byte range of a file (cachestat(2),
 // Linux 6.5+): pages cached, and pages evicted by memory reclaim since they were last cached.
 // packfs asks it to learn whether bytes it hinted into the cache ahead of their read were still
-// there at the read (core/read/payoff.h).
+// there at the read (core/read/payoff.h), and MemoryRoom how much more it can take before reading
+// ahead would only evict (core/read/dir_stream.h).
 #pragma once
 
 #include <cstdint>
@@ -18,5 +19,12 @@ struct PageCacheState {
 // has no cachestat (older than 6.5, or a seccomp filter refuses it) or the range holds no whole
 // page.
 std::optional<PageCacheState> CacheStateOf(int fd, uint64_t offset, uint64_t length);
+
+// Bytes this process's page cache can grow by while the memory it needs stays available: the
+// smaller of the machine's MemAvailable (/proc/meminfo) and, for each memory limit from this
+// process's cgroup up to the root (cgroup v2's memory.max, or v1's memory.limit_in_bytes), the
+// limit less the usage (the page cache counts there, so a full cgroup has no room even when
+// its cache could be reclaimed). nullopt when /proc/meminfo cannot be read.
+std::optional<uint64_t> MemoryRoom();
 
 }  // namespace packfs

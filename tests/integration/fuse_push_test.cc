@@ -4,9 +4,9 @@
 // directory pushes nothing; by path (no listing) nothing is pushed; -o nopush turns it off; a
 // neighbour whose bytes fail their CRC-32 is never pushed; a lookup's prefetch takes the shard past
 // the file only once the directory is warm; pushing pauses while pushed files are evicted before
-// their read. Request counts come from
-// user.packfs.stats. On a network file system a walk in shard order leaves the hint to the
-// kernel's read-ahead.
+// their read; a directory read through by path is streamed into the page cache (and not with
+// -o nostream, nor for a sample). Request counts come from user.packfs.stats. On a network file
+// system a walk in shard order leaves the hint to the kernel's read-ahead.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -187,6 +187,49 @@ TEST_F(FusePushTest, ASampleOfADirectoryPushesNothing) {
   }
   EXPECT_EQ(SettledPush(mnt)["files"].get<int>(), 0);
   EXPECT_GE(Reads(mnt), reads + kFiles / 10);
+  EXPECT_EQ(Stats(mnt)["dir_stream"]["extents"].get<int>(), 0);  // nor streamed
+}
+
+TEST_F(FusePushTest, ADirectoryReadThroughByPathIsStreamedIntoThePageCache) {
+  // Once a directory is past its first 15%, the rest of its extent is read into the page cache
+  // ahead of the reads (core/read/dir_stream.h); -o nostream leaves it to the lookups' hints.
+  const std::string shard = tmp_ / "media/pack-0000.zip";
+  // d/'s files between the warm-up's hints: the 1st to the 40th.
+  const uint64_t from = (at_[Name(1)].first + 4095) / 4096 * 4096;
+  const uint64_t to = at_[Name(40)].first + at_[Name(40)].second;
+  const size_t pages = (to + 4095) / 4096 - from / 4096;  // as ResidentPages counts them
+  for (const bool stream : {true, false}) {
+    SCOPED_TRACE(stream ? "streamed" : "-o nostream");
+    std::vector<std::string> opts = kPush;
+    if (!stream) opts.insert(opts.end(), {"-o", "nostream"});
+    Mount mount({tmp_ / "media"}, tmp_ / "mnt", opts);
+    ASSERT_TRUE(mount.ok()) << mount.result().err;
+    const std::string mnt = mount.path();
+    ResidentPages(shard, 0, 0, /*drop=*/true);
+    ASSERT_EQ(ResidentPages(shard, from, to), 0u);
+    WarmUp(mnt);  // by path: the last 12 files
+    struct stat st;  // the next lookup finds the directory past its first 15%
+    ASSERT_EQ(::stat((mnt + "/" + Name(60)).c_str(), &st), 0);
+    size_t resident = 0;
+    int extents = 0;
+    for (int i = 0; i < 40; ++i) {
+      extents = Stats(mnt)["dir_stream"]["extents"].get<int>();
+      resident = ResidentPages(shard, from, to);
+      if (resident == pages) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (stream) {
+      EXPECT_EQ(extents, 1);
+      EXPECT_EQ(resident, pages);
+      EXPECT_GE(Stats(mnt)["dir_stream"]["bytes"].get<uint64_t>(), to - from);
+    } else {
+      EXPECT_EQ(extents, 0);
+      EXPECT_LT(resident, pages / 2);
+    }
+    for (int i = 0; i < kFiles; i += 7) {  // and the bytes are right
+      EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files_[i]) << Name(i);
+    }
+  }
 }
 
 TEST_F(FusePushTest, ByPathNothingIsPushedAndTheDirectoryBoundaryHolds) {

@@ -2,8 +2,9 @@
 // the files read, daemon and reader inside it): by path, the lookup's 128 KiB hint past the file
 // pauses once the files it brought are found evicted by reclaim at their own lookup; after a
 // listing, pushing pauses once the shard windows read for it are found evicted
-// (core/read/payoff.h).
-// The same epochs with memory to spare find them cached and never pause. Real mounts, a
+// (core/read/payoff.h); a directory read through is not streamed into the page cache there
+// (core/read/dir_stream.h). The same epochs with memory to spare find them cached and never
+// pause, and stream the directory. Real mounts, a
 // real cgroup (v1's memory hierarchy or v2), counts from user.packfs.stats. Skipped, visibly,
 // where this process cannot make a memory cgroup.
 #include <fcntl.h>
@@ -173,7 +174,8 @@ class MemoryPressureTest : public ::testing::Test {
       }
     }
     nlohmann::json st = Stats(mount.path());
-    std::printf("hint: %s\npush: %s\n", st["hint"].dump().c_str(), st["push"].dump().c_str());
+    std::printf("hint: %s\npush: %s\ndir_stream: %s\n", st["hint"].dump().c_str(),
+                st["push"].dump().c_str(), st["dir_stream"].dump().c_str());
     return st;
   }
 
@@ -184,7 +186,8 @@ class MemoryPressureTest : public ::testing::Test {
 
 TEST_F(MemoryPressureTest, WithMemoryToSpareTheLookupHintPaysAndNeverPauses) {
   MakeSet(kFiles, kSize);
-  const nlohmann::json hint = Epoch(false)["hint"];
+  // Without streaming, which would bring the directory in before most of the hints.
+  const nlohmann::json hint = Epoch(false, {"-o", "nostream"})["hint"];
   ASSERT_TRUE(hint.is_object());
   EXPECT_GT(hint["wide"].get<int>(), kFiles / 2) << hint;
   EXPECT_GT(hint["resident"].get<int>(), kFiles / 10) << hint;
@@ -193,11 +196,26 @@ TEST_F(MemoryPressureTest, WithMemoryToSpareTheLookupHintPaysAndNeverPauses) {
   EXPECT_EQ(hint["paused"].get<int>(), 0) << hint;
 }
 
+TEST_F(MemoryPressureTest, WithMemoryToSpareAnEpochByPathStreamsItsDirectory) {
+  MakeSet(kFiles, kSize);
+  const nlohmann::json st = Epoch(false);
+  ASSERT_TRUE(st.is_object());
+  EXPECT_EQ(st["dir_stream"]["extents"].get<int>(), 1) << st["dir_stream"];
+  EXPECT_EQ(st["dir_stream"]["no_room"].get<int>(), 0) << st["dir_stream"];
+  EXPECT_GE(st["dir_stream"]["bytes"].get<uint64_t>(), uint64_t{kFiles} * kSize * 8 / 10);
+  // Streamed whole: the lookups after it hint nothing.
+  EXPECT_LT(st["hint"]["wide"].get<int>(), kFiles / 2) << st["hint"];
+}
+
 TEST_F(MemoryPressureTest, WhenWhatTheLookupHintBringsIsEvictedFirstTheHintPauses) {
   MakeSet(kFiles, kSize);
   MemoryCgroup cgroup(kLimit);
   if (!cgroup.ok()) GTEST_SKIP() << cgroup.why();
-  const nlohmann::json hint = Epoch(false)["hint"];
+  const nlohmann::json st = Epoch(false);
+  // The cgroup has no room for the directory's 47 MiB: it is not streamed.
+  EXPECT_EQ(st["dir_stream"]["extents"].get<int>(), 0) << st["dir_stream"];
+  EXPECT_GE(st["dir_stream"]["no_room"].get<int>(), 1) << st["dir_stream"];
+  const nlohmann::json hint = st["hint"];
   ASSERT_TRUE(hint.is_object());
   EXPECT_GT(hint["evicted"].get<int>(), 16) << hint;
   EXPECT_GE(hint["paused"].get<int>(), 1) << hint;

@@ -1,6 +1,7 @@
 // Tests of the core Filesystem without FUSE: lookup, getattr, readdir offsets, reads, xattrs,
 // statfs totals, merging of several sources and their collisions, lookups from memory, damaged
-// members (headers, and data bytes caught by the CRC-32 checks), and the list of recent errors.
+// members (headers, and data bytes caught by the CRC-32 checks), the list of recent errors, and
+// streaming a directory into the page cache.
 #include "core/read/filesystem.h"
 
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "core/read/page_cache.h"
 #include "tests/support/mount_util.h"
 #include "tests/support/test_util.h"
 
@@ -540,6 +542,71 @@ TEST_F(MergeTest, FileAgainstDirectoryFails) {
 // after the first DirNames::kLoadAfter: every name, before and after, gives the same node, and
 // names that are not there (between, before and after the held ones, in byte order) stay absent.
 // In a merged tree too, where the directory's children come from two sources.
+// Streaming (core/read/dir_stream.h): StreamDir reads the directory's extent of its shard into
+// the page cache, and not the next directory's; once per directory; a file or an unknown inode
+// streams nothing.
+TEST(FilesystemStreamTest, StreamDirReadsTheDirectorysExtentIntoThePageCache) {
+  TempDir tmp("/var/tmp");  // on disk: a tmpfs file's page cache cannot be dropped
+  std::map<std::string, std::string> files;
+  for (int i = 0; i < 32; ++i) {
+    char name[16];
+    std::snprintf(name, sizeof name, "%02d.bin", i);
+    files[std::string("d/") + name] = testing::RandomBytes(64 << 10, i + 1);
+    files[std::string("e/") + name] = testing::RandomBytes(64 << 10, i + 101);
+  }
+  for (const auto& [k, v] : files) WriteTreeFile(tmp, "tree", k, v);
+  testing::MakePythonPack(tmp / "tree", tmp / "media", 1000);
+  FilesystemOptions opts;
+  opts.stream_dirs = true;
+  opts.stream_room = [] { return std::optional<uint64_t>(1ull << 40); };
+  auto fs = OpenFs({tmp / "media"}, opts);
+  ASSERT_NE(fs, nullptr);
+  auto xattr = [&](const std::string& key, const char* name) {
+    auto a = Resolve(*fs, key);
+    EXPECT_TRUE(a) << key;
+    auto v = fs->GetXattr(a ? a->ino : 0, name);
+    EXPECT_TRUE(v.ok() && *v) << key << " " << name;
+    return v.ok() && *v ? **v : std::string();
+  };
+  auto offset = [&](const std::string& key) {
+    return std::stoull(xattr(key, Filesystem::kXattrOffset));
+  };
+  const std::string shard = xattr("d/00.bin", Filesystem::kXattrShard);
+  ASSERT_EQ(shard, xattr("e/31.bin", Filesystem::kXattrShard));
+  const int fd = ::open(shard.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0) << shard;
+  ::fdatasync(fd);
+  ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+  auto cached = [&](uint64_t from, uint64_t to) {
+    std::optional<PageCacheState> st = CacheStateOf(fd, from, to - from);
+    return st ? st->cached : UINT64_MAX;
+  };
+  const uint64_t d_from = offset("d/00.bin"), d_to = offset("d/31.bin") + (64 << 10);
+  const uint64_t e_from = offset("e/01.bin"), e_to = offset("e/31.bin") + (64 << 10);
+  ASSERT_LT(d_to, e_from);
+  if (cached(0, e_to) == UINT64_MAX) {
+    ::close(fd);
+    GTEST_SKIP() << "no cachestat(2) on this kernel";
+  }
+  ASSERT_EQ(cached(0, e_to), 0u) << "the page cache of " << shard << " could not be dropped";
+  fs->StreamDir(Resolve(*fs, "d")->ino);
+  fs->StreamDir(Resolve(*fs, "d")->ino);
+  fs->StreamDir(Resolve(*fs, "e/00.bin")->ino);  // a file: nothing
+  fs->StreamDir(1u << 30);                        // no such inode: nothing
+  fs->DrainStreams();
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  EXPECT_EQ(cached(d_from, d_to), (d_to / page) - (d_from + page - 1) / page);
+  EXPECT_EQ(cached(e_from, e_to), 0u);
+  ::close(fd);
+  nlohmann::json j = nlohmann::json::parse(fs->StatsJson(), nullptr, false);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["dir_stream"]["extents"].get<int>(), 1);
+  EXPECT_GE(j["dir_stream"]["bytes"].get<uint64_t>(), d_to - d_from);
+  for (const auto& [key, content] : files) {
+    EXPECT_EQ(ReadAll(*fs, Resolve(*fs, key)->ino), content) << key;
+  }
+}
+
 TEST_F(MergeTest, LookupsAnswerTheSameOnceADirectoryIsHeldInMemory) {
   std::map<std::string, std::string> one, two;
   std::vector<std::string> names;
