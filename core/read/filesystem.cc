@@ -45,7 +45,11 @@ Result<std::unique_ptr<Filesystem>> Filesystem::Open(
   fs->shard_count_ = fs->catalog_->shard_count();
   fs->shard_seen_ = std::make_unique<std::atomic<bool>[]>(fs->shard_count_);
   if (options.verify_crc) fs->crc_ = std::make_unique<CrcTracker>(t.files + t.directories);
-  if (options.stream_dirs) {
+  // Only shard files can be streamed: a mount of remote sources alone starts no thread (and
+  // never reads its catalog for it).
+  const bool any_files = std::any_of(fs->sources_.begin(), fs->sources_.end(),
+                                     [](const auto& src) { return src->shard_files(); });
+  if (options.stream_dirs && any_files) {
     const Filesystem* self = fs.get();
     fs->stream_ = std::make_unique<DirStream>(
         [self](uint64_t dir) { return self->StreamExtents(dir); },
@@ -465,8 +469,7 @@ std::vector<DirStream::Extent> Filesystem::StreamExtents(uint64_t dir_id) const 
   Result<Node> dir = GetNode(dir_id);
   if (!dir.ok() || !dir->is_dir()) return out;
   // Per shard of a zip/tar source: the range from the first member's header to the last
-  // member's end, and the bytes of the members in it. Shards without a file descriptor (remote
-  // sources) are left out when leased below.
+  // member's end, and the bytes of the members in it. Remote sources are left out.
   struct Span {
     const PackSet* set;
     uint32_t shard;
@@ -477,7 +480,7 @@ std::vector<DirStream::Extent> Filesystem::StreamExtents(uint64_t dir_id) const 
                                  [&](Node&& n) {
     if (n.is_dir() || n.size == 0) return true;
     SourceNode src = ToSource(n);
-    if (src.set->raw_members()) return true;
+    if (!src.set->shard_files()) return true;
     const uint64_t from = std::min(src.node.local_header_offset, src.node.data_offset);
     const uint64_t to = src.node.data_offset + src.node.size;
     auto it = std::find_if(spans.begin(), spans.end(), [&](const Span& s) {

@@ -196,6 +196,7 @@ Result<std::unique_ptr<PackSet>> PackSet::Open(const std::string& dir_in,
   std::unique_ptr<PackSet> ps(new PackSet());
   ps->dir_ = dir;
   ps->on_network_fs_ = OnNetworkFilesystem(dir);
+  ps->shard_files_ = true;
   if (trusted) {
     ps->catalog_ = std::move(cat).value();
     ps->using_catalog_file_ = true;

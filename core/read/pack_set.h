@@ -94,6 +94,9 @@ class PackSet {
   bool raw_members() const { return raw_members_; }
   // Whether the shards live on a network file system (see OnNetworkFilesystem).
   bool on_network_fs() const { return on_network_fs_; }
+  // Whether the shards are files of a directory (Open), local or on a network file system, as
+  // opposed to remote objects (FromCatalog) or whole files (FromSources).
+  bool shard_files() const { return shard_files_; }
   const Catalog& catalog() const { return *catalog_; }
   const std::vector<std::string>& warnings() const { return warnings_; }
   bool using_catalog_file() const { return using_catalog_file_; }
@@ -156,6 +159,7 @@ class PackSet {
   bool using_catalog_file_ = false;
   bool raw_members_ = false;  // FromSources: no member headers
   bool on_network_fs_ = false;
+  bool shard_files_ = false;
 };
 
 // Whether `path` lies on a file system where every request crosses a network or a user-space
