@@ -64,7 +64,9 @@ TEST_F(DirStreamTest, StreamsTheExtentOfADirectoryOnce) {
   s.Want(5);
   s.Drain();
   EXPECT_EQ(asked_.load(), 2);
-  EXPECT_EQ(CachedPages(1 * kMiB, 7 * kMiB), 6 * kMiB / page);
+  // Every page was read in (the byte count below); reclaim driven by tests running beside this
+  // one may take a few back before they are counted.
+  EXPECT_GE(CachedPages(1 * kMiB, 7 * kMiB) * 10, 6 * kMiB / page * 9);
   // Nothing before the extent, nor well after it, was read.
   EXPECT_EQ(CachedPages(0, 1 * kMiB), 0u);
   EXPECT_EQ(CachedPages(8 * kMiB, 12 * kMiB), 0u);
