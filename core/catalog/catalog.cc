@@ -51,8 +51,11 @@ class Catalog::Lease {
   Lease& operator=(const Lease&) = delete;
   ~Lease() {
     if (!conn_) return;
-    std::lock_guard<std::mutex> lock(owner_->pool_mu_);
-    owner_->pool_.push_back(std::move(conn_));
+    {
+      std::lock_guard<std::mutex> lock(owner_->pool_mu_);
+      owner_->pool_.push_back(std::move(conn_));
+    }
+    owner_->pool_cv_.notify_one();
   }
   Connection* operator->() const { return conn_.get(); }
   Connection& operator*() const { return *conn_; }
@@ -148,8 +151,20 @@ Result<Catalog::Lease> Catalog::Borrow() const {
     }
   }
   Result<std::unique_ptr<Connection>> c = Connect();
-  if (!c.ok()) return Explained(c.status());
-  return Lease(this, std::move(c).value());
+  std::unique_lock<std::mutex> lock(pool_mu_);
+  if (c.ok()) {
+    ++connections_;
+    return Lease(this, std::move(c).value());
+  }
+  // The file may be gone while the mount's connections still read it: wait for one of them.
+  if (connections_ > 0 &&
+      pool_cv_.wait_for(lock, kBorrowWait, [this] { return !pool_.empty(); })) {
+    std::unique_ptr<Connection> pooled = std::move(pool_.back());
+    pool_.pop_back();
+    return Lease(this, std::move(pooled));
+  }
+  lock.unlock();
+  return Explained(c.status());
 }
 
 Result<bool> Catalog::Step(sql::Stmt& s) const {

@@ -19,9 +19,13 @@
 //
 // Thread-safety: a Catalog is safe for concurrent use. Each calling thread borrows a read-only
 // connection with its prepared statements from an internal pool (grown on demand, never shrunk).
+// When no new connection can be opened (the catalog file was deleted or replaced under a live
+// mount), a borrower waits up to kBorrowWait for one of the open ones instead of failing.
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -190,6 +194,7 @@ class Catalog {
   class Connection;
   class Lease;
   Catalog() = default;
+  static constexpr std::chrono::seconds kBorrowWait{5};
   Result<Lease> Borrow() const;
   Result<std::unique_ptr<Connection>> Connect() const;
   // Prepares a connection's statements for version_.
@@ -229,7 +234,9 @@ class Catalog {
   // s.Step(), its error Explained.
   Result<bool> Step(sql::Stmt& s) const;
   mutable std::mutex pool_mu_;
+  mutable std::condition_variable pool_cv_;  // a connection came back to pool_
   mutable std::vector<std::unique_ptr<Connection>> pool_;
+  mutable size_t connections_ = 0;  // opened by Borrow, pooled or lent (guarded by pool_mu_)
   // Keys of the directories of nodes KeyOf named, by id; emptied when it reaches kDirKeysMax
   // (a first read checks its member's key, so an epoch asks for every file's key once).
   static constexpr size_t kDirKeysMax = 4096;

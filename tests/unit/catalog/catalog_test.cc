@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <thread>
@@ -456,6 +457,35 @@ TEST(CatalogTest, ConcurrentLookupsFromEightThreads) {
     for (auto& th : threads) th.join();
     EXPECT_EQ(failures.load(), 0);
   }
+}
+
+// A catalog file deleted under a live mount: a thread that finds no free connection cannot open
+// a new one, and waits for one of the open ones instead of failing (here while another thread
+// holds the only one, reading a range).
+TEST(CatalogTest, ADeletedFileIsStillReadThroughTheOpenConnections) {
+  testing::TempDir tmp;
+  std::string path = tmp / kCatalogFileName;
+  CatalogData data = BigData(2000);
+  ASSERT_TRUE(WriteCatalog(path, data).ok());
+  auto cat = Catalog::Open(path);
+  ASSERT_TRUE(cat.ok());
+  ASSERT_TRUE((*cat)->Find("dir1/file-1.jpg").ok());  // one connection open, in the pool
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  std::atomic<bool> holding{false};
+  std::thread reader([&] {
+    Status st = (*cat)->ForRange(1, 50, [&](Node&&) {
+      holding = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // 49 rows: about a second
+      return true;
+    });
+    EXPECT_TRUE(st.ok()) << st.ToString();
+  });
+  while (!holding) std::this_thread::yield();
+  auto f = (*cat)->Find("dir5/file-5.jpg");  // no free connection, and none can be opened
+  reader.join();
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_TRUE(f->has_value());
+  EXPECT_EQ((*f)->size, 5u);
 }
 
 // Schema 2 finds a child through a fence every 16 children, then a scan: every child of a
