@@ -136,11 +136,10 @@ void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     // over a sample of the set reads few neighbours (always taking them made such passes 15%
     // slower, never taking them made epochs by path 25-35% slower; 2026-12-02).
     // (Filesystem::Prefetch narrows it again while memory is too short to keep the neighbours.)
-    // From then on the rest of the directory is streamed into the page cache as well
-    // (core/read/dir_stream.h), when memory has room for it.
-    const bool ready = s.pusher && s.pusher->DirReady(parent);
-    if (ready) s.fs->StreamDir(parent);
-    const uint64_t span = ready ? Filesystem::kPrefetchSpan : 0;
+    // (The read that takes a directory past that rule also starts streaming the rest of it:
+    // Pusher's on_ready, core/read/dir_stream.h.)
+    const uint64_t span =
+        s.pusher && s.pusher->DirReady(parent) ? Filesystem::kPrefetchSpan : 0;
     Result<std::optional<Attr>> r = s.fs->Lookup(parent, name, s.config.prefetch_max, span);
     if (!r.ok()) return ReplyStatus(req, "lookup", parent, r.status());
     if (!*r) {
@@ -264,9 +263,8 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
       Pusher& pusher = *s.pusher;
       got = s.fs->ReadThrough(
           ino, static_cast<uint64_t>(off), size, pusher.window(), zero_copy_min,
-          [&pusher, &stats, &s](uint64_t dir) {
+          [&pusher, &stats](uint64_t dir) {
             if (!pusher.DirReady(dir)) return false;
-            s.fs->StreamDir(dir);
             if (pusher.Busy()) {  // the push threads are behind: counted, no followers now
               stats.CountPush(Stats::PushEvent::kBusy);
               return false;

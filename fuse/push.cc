@@ -2,6 +2,7 @@
 #include "fuse/push.h"
 
 #include <algorithm>
+#include <optional>
 #include <cerrno>
 #include <cstring>
 
@@ -41,13 +42,15 @@ bool InodeBits::TestAndClear(uint64_t ino) {
 
 Pusher::Pusher(fuse_session* se, uint64_t max_ino, uint64_t window, size_t queue_bytes,
                Stats& stats, std::function<void(std::vector<uint8_t>)> release,
-               std::function<uint64_t(uint64_t)> children, int threads)
+               std::function<uint64_t(uint64_t)> children,
+               std::function<void(uint64_t)> on_ready, int threads)
     : se_(se),
       window_(window),
       queue_max_(queue_bytes),
       stats_(stats),
       release_(std::move(release)),
       children_(std::move(children)),
+      on_ready_(std::move(on_ready)),
       known_(max_ino),
       cached_(max_ino),
       pushed_(max_ino) {
@@ -85,8 +88,9 @@ void Pusher::Served(uint64_t ino, uint64_t dir) {
   Count(dir, 1);
 }
 
-bool Pusher::DirReady(uint64_t dir) {
-  const DirCount c = Count(dir, 0);
+bool Pusher::DirReady(uint64_t dir) { return Ready(Count(dir, 0)); }
+
+bool Pusher::Ready(const DirCount& c) {
   return c.served * 100 >= c.children * kPushAfterPercent;
 }
 
@@ -96,22 +100,31 @@ void Pusher::Wasted() {
 }
 
 Pusher::DirCount Pusher::Count(uint64_t dir, uint64_t add) {
+  std::optional<DirCount> out;
   {
     std::lock_guard<std::mutex> lock(dirs_mu_);
     auto it = dirs_.find(dir);
     if (it != dirs_.end()) {
       it->second.served += add;
-      return it->second;
+      out = it->second;
     }
   }
-  // A directory seen for the first time: learn its size (a catalog query, outside the lock).
-  DirCount count;
-  count.children = children_ ? children_(dir) : 0;
-  std::lock_guard<std::mutex> lock(dirs_mu_);
-  if (dirs_.size() >= kMaxDirs) dirs_.clear();
-  DirCount& c = dirs_.emplace(dir, count).first->second;
-  c.served += add;
-  return c;
+  if (!out) {
+    // A directory seen for the first time: learn its size (a catalog query, outside the lock).
+    DirCount count;
+    count.children = children_ ? children_(dir) : 0;
+    std::lock_guard<std::mutex> lock(dirs_mu_);
+    if (dirs_.size() >= kMaxDirs) dirs_.clear();
+    DirCount& c = dirs_.emplace(dir, count).first->second;
+    c.served += add;
+    out = c;
+  }
+  // Each count is taken under the lock right after its own add, so exactly one caller sees the
+  // directory cross the rule.
+  if (add && on_ready_ && Ready(*out) && !Ready(DirCount{out->children, out->served - add})) {
+    on_ready_(dir);
+  }
+  return *out;
 }
 
 void Pusher::Release(Job& job) {

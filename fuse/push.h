@@ -92,10 +92,13 @@ class Pusher {
   // `window`: bytes from the start of a read within which followers are pushed (0: never).
   // `queue_bytes`: most bytes of jobs waiting for the push thread. `release` takes each job's
   // buffer back once its pushes are done (e.g. into the workers' buffer pool).
-  // `children(dir)` tells how many entries a directory holds (asked once per directory).
+  // `children(dir)` tells how many entries a directory holds (asked once per directory);
+  // `on_ready(dir)` is called once, by the read that takes a directory past kPushAfterPercent
+  // (e.g. to stream the rest of it, core/read/dir_stream.h).
   Pusher(fuse_session* se, uint64_t max_ino, uint64_t window, size_t queue_bytes, Stats& stats,
          std::function<void(std::vector<uint8_t>)> release,
-         std::function<uint64_t(uint64_t dir)> children, int threads = 1);
+         std::function<uint64_t(uint64_t dir)> children,
+         std::function<void(uint64_t dir)> on_ready = {}, int threads = 1);
   ~Pusher();
   Pusher(const Pusher&) = delete;
   Pusher& operator=(const Pusher&) = delete;
@@ -137,13 +140,16 @@ class Pusher {
   Stats& stats_;
   std::function<void(std::vector<uint8_t>)> release_;
   std::function<uint64_t(uint64_t)> children_;
+  std::function<void(uint64_t)> on_ready_;
   struct DirCount {
     uint64_t children = 0;
     uint64_t served = 0;
   };
   std::mutex dirs_mu_;
   std::unordered_map<uint64_t, DirCount> dirs_;
-  // Adds `add` files served to `dir`'s count (made on its first use) and returns it.
+  static bool Ready(const DirCount& c);
+  // Adds `add` files served to `dir`'s count (made on its first use) and returns it; calls
+  // on_ready_ when the add takes the directory past the rule.
   DirCount Count(uint64_t dir, uint64_t add);
   // A pushed file's pages went before it was read.
   void Wasted();

@@ -133,7 +133,8 @@ Status ServeMount(const Filesystem& fs, const ServeConfig& config, const Session
     state.pusher = std::make_unique<Pusher>(
         se.get(), fs.max_ino(), config.push_window, queue, fs.stats(),
         [&state](std::vector<uint8_t> buf) { state.read_buffers->Give(std::move(buf)); },
-        [&fs](uint64_t dir) { return fs.ChildCount(dir); }, kPushThreads);
+        [&fs](uint64_t dir) { return fs.ChildCount(dir); },
+        [&fs](uint64_t dir) { fs.StreamDir(dir); }, kPushThreads);
   }
   {
     // Declared before `mounted`: its threads are woken and joined after the unmount, and its
