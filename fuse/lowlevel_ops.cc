@@ -151,7 +151,7 @@ void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
       return;
     }
     fuse_entry_param e = ToEntry(s, **r);
-    if (fuse_reply_entry(req, &e) == 0 && s.pusher) s.pusher->Known(e.ino);
+    if (fuse_reply_entry(req, &e) == 0 && s.pusher) s.pusher->LookedUp(e.ino);
   });
 }
 

@@ -53,7 +53,9 @@ Pusher::Pusher(fuse_session* se, uint64_t max_ino, uint64_t window, size_t queue
       on_ready_(std::move(on_ready)),
       known_(max_ino),
       cached_(max_ino),
-      pushed_(max_ino) {
+      pushed_(max_ino),
+      fresh_(max_ino),
+      fresh_ring_(kFreshLookups, 0) {
   for (int i = 0; i < std::max(1, threads); ++i) threads_.emplace_back([this] { Run(); });
 }
 
@@ -72,6 +74,16 @@ void Pusher::Stop() {
   for (Job& job : queue_) Release(job);
   queue_.clear();
   queued_bytes_ = 0;
+}
+
+void Pusher::LookedUp(uint64_t ino) {
+  known_.Set(ino);
+  std::lock_guard<std::mutex> lock(fresh_mu_);
+  const uint64_t old = fresh_ring_[fresh_next_];
+  if (old != 0) fresh_.Clear(old);
+  fresh_ring_[fresh_next_] = ino;
+  fresh_next_ = (fresh_next_ + 1) % fresh_ring_.size();
+  fresh_.Set(ino);
 }
 
 void Pusher::Forgotten(uint64_t ino) {

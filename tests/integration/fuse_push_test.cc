@@ -6,7 +6,8 @@
 // the file only once the directory is warm; pushing pauses while pushed files are evicted before
 // their read; a directory read through by path is streamed into the page cache (and not with
 // -o nostream, nor for a sample). Request counts come from user.packfs.stats. On a network file
-// system a walk in shard order leaves the hint to the kernel's read-ahead.
+// system a walk in shard order leaves the hint to the kernel's read-ahead. A file looked up just
+// before a neighbour's read is not pushed (its own READ is coming); one statted long before is.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -257,6 +258,64 @@ TEST_F(FusePushTest, ByPathNothingIsPushedAndTheDirectoryBoundaryHolds) {
   reads = Reads(mnt);
   testing::ReadFile(mnt + "/e/next-dir.bin");
   EXPECT_EQ(Reads(mnt), reads + 1);
+}
+
+TEST_F(FusePushTest, AFileLookedUpJustBeforeANeighboursReadIsNotPushed) {
+  // By path with several readers, the neighbours a read finds looked up are the files the other
+  // readers are about to READ: pushing them races those READs (fuse/push.h).
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  const std::string mnt = mount.path();
+  WarmUp(mnt);  // by path: d/ past its first 15%
+  struct stat st;
+  for (int i = 1; i <= in_window_; ++i) {  // looked up, as by readers about to read them
+    ASSERT_EQ(::stat((mnt + "/" + Name(i)).c_str(), &st), 0) << Name(i);
+  }
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(0)), files_[0]);
+  nlohmann::json push = SettledPush(mnt);
+  EXPECT_EQ(push["files"].get<int>(), 0) << push;
+  EXPECT_EQ(push["reads"].get<int>(), 0) << push;
+  const uint64_t reads = Reads(mnt);
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(1)), files_[1]);
+  EXPECT_EQ(Reads(mnt), reads + 1);
+}
+
+// A loader that stats every file of a directory by path before reading them: files looked up
+// more than Pusher::kFreshLookups lookups before are pushed as after a listing.
+TEST(FusePushLookupTest, FilesStattedLongBeforeTheirReadArePushed) {
+  if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse here";
+  TempDir tmp;
+  constexpr int kN = 320;  // kFreshLookups (256) + the files read first
+  std::vector<std::string> files;
+  for (int i = 0; i < kN; ++i) {
+    files.push_back(testing::RandomBytes(4096 + static_cast<size_t>(i * 7919) % 8192, i + 7));
+    testing::WriteFile(tmp / ("src/" + Name(i)), files.back());
+  }
+  auto pack = testing::Run({testing::MkpackPath(), "pack", "--no-fsync", tmp / "src",
+                            tmp / "media"});
+  ASSERT_EQ(pack.exit_code, 0) << pack.err;
+  ASSERT_EQ(::mkdir((tmp / "mnt").c_str(), 0755), 0);
+  Mount mount({tmp / "media"}, tmp / "mnt", kPush);
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  const std::string mnt = mount.path();
+  struct stat st;
+  for (int i = 0; i < kN; ++i) {
+    ASSERT_EQ(::stat((mnt + "/" + Name(i)).c_str(), &st), 0) << Name(i);
+  }
+  // Past the directory's first 15%, by reading its last files.
+  for (int i = kN - kN * 16 / 100; i < kN; ++i) {
+    EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files[i]) << Name(i);
+  }
+  EXPECT_EQ(SettledPush(mnt)["files"].get<int>(), 0);
+  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(0)), files[0]);
+  nlohmann::json push = SettledPush(mnt);
+  EXPECT_GT(push["files"].get<int>(), 3) << push;
+  const int pushed = push["files"].get<int>();
+  const uint64_t reads = Reads(mnt);
+  for (int i = 1; i <= pushed; ++i) {
+    EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files[i]) << Name(i);
+  }
+  EXPECT_EQ(Reads(mnt), reads) << "pushed files were read through requests";
 }
 
 TEST_F(FusePushTest, ALookupPrefetchesTheShardPastTheFileOnlyOnceTheDirectoryIsWarm) {
