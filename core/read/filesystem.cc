@@ -399,7 +399,12 @@ Result<ReadReply> Filesystem::ReadThrough(
   auto copy = [&]() {
     return ServeResolved(file, src, offset, size, zero_copy_min, scratch);
   };
-  if (offset + size < file.size || file.size - offset > window || src.set->raw_members()) {
+  // Shards on a network file system: the reply would wait for the followers' fetch, a round trip
+  // and up to `window` bytes over the network, to save READs that cost a local round trip (sshfs
+  // at 1 ms, 8 readers, after a listing: 2.1k instead of 1.45k files/s at random, 3.7k instead of
+  // 2.5k walking a directory, without followers).
+  if (offset + size < file.size || file.size - offset > window || src.set->raw_members() ||
+      src.set->on_network_fs()) {
     return copy();
   }
   PACKFS_RETURN_IF_ERROR(CrcNotBad(file, src));

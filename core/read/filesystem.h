@@ -175,10 +175,10 @@ class Filesystem {
   // that `want(ino)` accepts, up to `window` bytes from the start of the read, all read with one
   // pread. `followers` gets each one's inode and bytes (checked: local header and CRC-32).
   // A read that does not qualify (does not reach the end, starts more than `window` before it,
-  // or the file is not a member of a local zip/tar shard) is served like ServeRead with
-  // `zero_copy_min`, without followers. `want` is called for candidate inodes in increasing
-  // order, before any catalog query, so that a read whose neighbours are all unwanted costs
-  // nothing more than ReadCopy.
+  // or the file is not a member of a zip/tar shard on a local file system) is served like
+  // ServeRead with `zero_copy_min`, without followers. `want` is called for candidate inodes in
+  // increasing order, before any catalog query, so that a read whose neighbours are all
+  // unwanted costs nothing more than ReadCopy.
   struct Follower {
     uint64_t ino = 0;
     std::span<const uint8_t> data;

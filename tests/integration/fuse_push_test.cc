@@ -8,6 +8,7 @@
 // -o nostream, nor for a sample). Request counts come from user.packfs.stats. On a network file
 // system a walk in shard order leaves the hint to the kernel's read-ahead. A file looked up just
 // before a neighbour's read is not pushed (its own READ is coming); one statted long before is.
+// Shards on a network file system push nothing.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -551,6 +552,52 @@ TEST(FuseNetworkHintTest, AWalkInShardOrderIsLeftToTheKernelsReadAhead) {
   auto [far_streamed, far_looked] = hints({0, 15, 30, 5, 20, 35, 10, 25});
   EXPECT_EQ(far_looked, 8u);
   EXPECT_EQ(far_streamed, 0u);
+}
+
+// Shards on a network file system (here: read through a packfs mount, a FUSE file system) push
+// nothing: the reply would wait for the followers' fetch over the network. The same pack set on
+// the local disk, listed and read the same way, does push.
+TEST(FuseNetworkPushTest, ShardsOnANetworkFileSystemPushNothing) {
+  if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse here";
+  TempDir tmp;
+  constexpr int kN = 40;
+  std::vector<std::string> files;
+  for (int i = 0; i < kN; ++i) {
+    files.push_back(testing::RandomBytes(4096 + static_cast<size_t>(i * 7919) % 8192, i + 3));
+    testing::WriteFile(tmp / ("src/" + Name(i)), files.back());
+  }
+  auto inner = testing::Run({testing::MkpackPath(), "pack", "--no-fsync", tmp / "src",
+                             tmp / "outer-src/inner"});
+  ASSERT_EQ(inner.exit_code, 0) << inner.err;
+  auto outer = testing::Run({testing::MkpackPath(), "pack", "--no-fsync", tmp / "outer-src",
+                             tmp / "outer"});
+  ASSERT_EQ(outer.exit_code, 0) << outer.err;
+  ASSERT_EQ(::mkdir((tmp / "mnt").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((tmp / "mnt2").c_str(), 0755), 0);
+  Mount outer_mount({tmp / "outer"}, tmp / "mnt");
+  ASSERT_TRUE(outer_mount.ok()) << outer_mount.result().err;
+  for (const bool network : {true, false}) {
+    SCOPED_TRACE(network ? "shards on FUSE" : "shards on the local disk");
+    const std::string set = network ? outer_mount.path() + "/inner" : tmp / "outer-src/inner";
+    Mount mount({set}, tmp / "mnt2", kPush);
+    ASSERT_TRUE(mount.ok()) << mount.result().err;
+    const std::string mnt = mount.path();
+    List(mnt + "/d");
+    for (int i = kN - kN * 16 / 100; i < kN; ++i) {  // past the directory's first 15%
+      EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files[i]) << Name(i);
+    }
+    for (int i = 0; i < 10; ++i) {
+      EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files[i]) << Name(i);
+    }
+    nlohmann::json push = SettledPush(mnt);
+    if (network) {
+      EXPECT_EQ(push["reads"].get<int>(), 0) << push;
+      EXPECT_EQ(push["files"].get<int>(), 0) << push;
+      EXPECT_GE(Reads(mnt), 10u + kN * 16 / 100);
+    } else {
+      EXPECT_GT(push["files"].get<int>(), 3) << push;
+    }
+  }
 }
 
 }  // namespace
