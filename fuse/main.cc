@@ -206,6 +206,9 @@ Result<Plan> MakePlan(const Cli& cli) {
   plan.fs.verify_crc = plan.mount.crc;
   // Directory streaming is read-ahead too: -o noprefetch turns it off with the lookup hints.
   plan.fs.stream_dirs = plan.mount.stream && plan.mount.prefetch;
+  // The lookup's hint, given at the first READ to files read without a lookup (after a listing)
+  // on network file systems: the same bound, and off with it.
+  plan.fs.read_hint_max = plan.mount.prefetch ? ServeConfig{}.prefetch_max : 0;
   std::string collision = !cli.on_collision.empty() ? cli.on_collision
                                                     : plan.mount.on_collision.value_or("error");
   if (collision == "first") {

@@ -61,7 +61,8 @@ std::string Stats::ToJson(const std::string& extra) const {
          ", \"resident\": " + hint(HintEvent::kResident) +
          ", \"evicted\": " + hint(HintEvent::kEvicted) +
          ", \"paused\": " + hint(HintEvent::kPaused) +
-         ", \"streamed\": " + hint(HintEvent::kStreamed) + "},\n";
+         ", \"streamed\": " + hint(HintEvent::kStreamed) +
+         ", \"read\": " + hint(HintEvent::kRead) + "},\n";
   auto stream = [&](StreamEvent e) { return std::to_string(stream_count(e)); };
   out += "  \"dir_stream\": {\"extents\": " + stream(StreamEvent::kExtent) +
          ", \"bytes\": " + std::to_string(streamed_bytes()) +

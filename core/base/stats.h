@@ -67,9 +67,18 @@ class Stats {
   }
   // The lookup's prefetch hint past the file (Filesystem::Prefetch): hints that took the span,
   // files found already cached at their lookup (an earlier hint or read-ahead brought them: it
-  // paid) or evicted before it (it did not), pauses of the span for that reason, and lookups on
-  // a network file system left to the kernel's read-ahead (a walk in shard order: no hint).
-  enum class HintEvent : uint8_t { kWide = 0, kResident, kEvicted, kPaused, kStreamed, kCount };
+  // paid) or evicted before it (it did not), pauses of the span for that reason, lookups on
+  // a network file system left to the kernel's read-ahead (a walk in shard order: no hint), and
+  // first READs of files no lookup hinted, on a network file system (Filesystem::ReadHint).
+  enum class HintEvent : uint8_t {
+    kWide = 0,
+    kResident,
+    kEvicted,
+    kPaused,
+    kStreamed,
+    kRead,
+    kCount
+  };
   void CountHint(HintEvent e) {
     hint_[static_cast<size_t>(e)].fetch_add(1, std::memory_order_relaxed);
   }

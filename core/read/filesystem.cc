@@ -98,7 +98,14 @@ Result<Node> Filesystem::GetNode(uint64_t ino) const {
 }
 
 Result<Node> Filesystem::GetFile(uint64_t ino) const {
-  if (std::optional<Node> recent = looked_up_.Get(ino)) return std::move(*recent);
+  bool looked_up = false;
+  return GetFileForRead(ino, &looked_up);
+}
+
+Result<Node> Filesystem::GetFileForRead(uint64_t ino, bool* looked_up) const {
+  std::optional<Node> recent = looked_up_.Get(ino);
+  *looked_up = recent.has_value();
+  if (recent) return std::move(*recent);
   PACKFS_ASSIGN_OR_RETURN(Node node, GetNode(ino));
   if (node.is_dir()) {
     return Status::IOError("'" + QuoteKey(KeyOrId(node)) + "' is a directory", EISDIR);
@@ -257,8 +264,11 @@ Result<ReadExtent> Filesystem::PrepareRead(uint64_t ino, uint64_t offset, size_t
 Result<ReadReply> Filesystem::ServeRead(uint64_t ino, uint64_t offset, size_t size,
                                         size_t zero_copy_min,
                                         std::vector<uint8_t>* scratch) const {
-  PACKFS_ASSIGN_OR_RETURN(Node file, GetFile(ino));
-  return ServeResolved(file, ToSource(file), offset, size, zero_copy_min, scratch);
+  bool looked_up = false;
+  PACKFS_ASSIGN_OR_RETURN(Node file, GetFileForRead(ino, &looked_up));
+  const SourceNode src = ToSource(file);
+  ReadHint(file, src, offset, looked_up);
+  return ServeResolved(file, src, offset, size, zero_copy_min, scratch);
 }
 
 Result<ReadReply> Filesystem::ServeResolved(const Node& file, const SourceNode& src,
@@ -392,10 +402,12 @@ Result<ReadReply> Filesystem::ReadThrough(
     const std::function<bool(uint64_t dir)>& in_dir, const std::function<bool(uint64_t)>& want,
     std::vector<uint8_t>* scratch, std::vector<Follower>* followers, uint64_t* dir) const {
   followers->clear();
-  PACKFS_ASSIGN_OR_RETURN(Node file, GetFile(ino));
+  bool looked_up = false;
+  PACKFS_ASSIGN_OR_RETURN(Node file, GetFileForRead(ino, &looked_up));
   *dir = file.parent;
   if (offset >= file.size || size == 0) return ReadReply{};
   SourceNode src = ToSource(file);
+  ReadHint(file, src, offset, looked_up);
   auto copy = [&]() {
     return ServeResolved(file, src, offset, size, zero_copy_min, scratch);
   };
@@ -540,6 +552,26 @@ void Filesystem::Prefetch(const Node& file, uint64_t max_bytes, uint64_t span) c
     span = JudgeHint(file, (*lease)->fd(), src) ? span : 0;
   }
   const uint64_t to = std::max(src.node.data_offset + src.node.size, from + span);
+  (void)::posix_fadvise((*lease)->fd(), static_cast<off_t>(from), static_cast<off_t>(to - from),
+                        POSIX_FADV_WILLNEED);
+}
+
+void Filesystem::ReadHint(const Node& file, const SourceNode& src, uint64_t offset,
+                          bool looked_up) const {
+  if (offset != 0 || looked_up || file.size > options_.read_hint_max) return;
+  if (!src.set->on_network_fs() || src.set->raw_members()) return;
+  const uint64_t from = std::min(src.node.local_header_offset, src.node.data_offset);
+  {
+    std::lock_guard<std::mutex> lock(last_lookup_mu_);
+    const LastLookup last = last_read_hint_;
+    last_read_hint_ = LastLookup{src.set, src.node.shard, from};
+    const uint64_t gap = from > last.from ? from - last.from : last.from - from;
+    if (last.set == src.set && last.shard == src.node.shard && gap <= kPrefetchSpan) return;
+  }
+  Result<ShardLease> lease = src.set->OpenShard(src.node.shard);
+  if (!lease.ok() || (*lease)->fd() < 0) return;
+  stats_.CountHint(Stats::HintEvent::kRead);
+  const uint64_t to = std::max(src.node.data_offset + src.node.size, from + kPrefetchSpan);
   (void)::posix_fadvise((*lease)->fd(), static_cast<off_t>(from), static_cast<off_t>(to - from),
                         POSIX_FADV_WILLNEED);
 }

@@ -8,7 +8,8 @@
 // -o nostream, nor for a sample). Request counts come from user.packfs.stats. On a network file
 // system a walk in shard order leaves the hint to the kernel's read-ahead. A file looked up just
 // before a neighbour's read is not pushed (its own READ is coming); one statted long before is.
-// Shards on a network file system push nothing.
+// Shards on a network file system push nothing, and a file read there after a listing gets the
+// lookup's hint at its first READ.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -552,6 +553,84 @@ TEST(FuseNetworkHintTest, AWalkInShardOrderIsLeftToTheKernelsReadAhead) {
   auto [far_streamed, far_looked] = hints({0, 15, 30, 5, 20, 35, 10, 25});
   EXPECT_EQ(far_looked, 8u);
   EXPECT_EQ(far_streamed, 0u);
+}
+
+// A file read without a lookup (after a listing) in a shard on a network file system gets the
+// lookup's hint at its first READ (hint.read), except within kPrefetchSpan of the last one (a
+// walk); by path the lookup gave it already, shards on a local disk never get it, and
+// -o noprefetch turns it off.
+TEST(FuseNetworkHintTest, AFileReadAfterAListingIsHintedAtItsFirstRead) {
+  if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse here";
+  TempDir tmp;
+  constexpr int kN = 60;  // 16-20 KiB each: 15 files apart is more than kPrefetchSpan
+  std::vector<std::string> files;
+  for (int i = 0; i < kN; ++i) {
+    files.push_back(testing::RandomBytes(16384 + static_cast<size_t>(i * 7919) % 4096, i + 5));
+    testing::WriteFile(tmp / ("src/" + Name(i)), files.back());
+  }
+  auto inner = testing::Run({testing::MkpackPath(), "pack", "--no-fsync", tmp / "src",
+                             tmp / "outer-src/inner"});
+  ASSERT_EQ(inner.exit_code, 0) << inner.err;
+  auto outer = testing::Run({testing::MkpackPath(), "pack", "--no-fsync", tmp / "outer-src",
+                             tmp / "outer"});
+  ASSERT_EQ(outer.exit_code, 0) << outer.err;
+  ASSERT_EQ(::mkdir((tmp / "mnt").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((tmp / "mnt2").c_str(), 0755), 0);
+  Mount outer_mount({tmp / "outer"}, tmp / "mnt");
+  ASSERT_TRUE(outer_mount.ok()) << outer_mount.result().err;
+  auto ls = testing::Run({testing::MkpackPath(), "ls", "--json", tmp / "outer-src/inner"});
+  ASSERT_EQ(ls.exit_code, 0) << ls.err;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> at;  // key -> data offset, size
+  std::istringstream in(ls.out);
+  for (std::string line; std::getline(in, line);) {
+    auto m = nlohmann::json::parse(line);
+    at[m["key"]] = {m["offset"].get<uint64_t>(), m["size"].get<uint64_t>()};
+  }
+  const std::vector<int> far = {0, 15, 30, 45, 5, 20, 35, 50};  // no two within 128 KiB
+  const std::vector<int> walk = {8, 9, 10, 11, 12, 13, 14};  // from far past the last read
+  struct Case {
+    const char* what;
+    bool network;
+    bool list;
+    bool prefetch;
+    int hints;  // hint.read expected after the far reads, then after the walk
+    int walk_hints;
+  };
+  for (const Case& c : {Case{"network, listed", true, true, true, 8, 1},
+                        Case{"network, by path", true, false, true, 0, 0},
+                        Case{"network, listed, -o noprefetch", true, true, false, 0, 0},
+                        Case{"local, listed", false, true, true, 0, 0}}) {
+    SCOPED_TRACE(c.what);
+    const std::string set = c.network ? outer_mount.path() + "/inner" : tmp / "outer-src/inner";
+    std::vector<std::string> opts;
+    if (!c.prefetch) opts = {"-o", "noprefetch"};
+    Mount mount({set}, tmp / "mnt2", opts);
+    ASSERT_TRUE(mount.ok()) << mount.result().err;
+    const std::string mnt = mount.path();
+    if (c.list) List(mnt + "/d");
+    // The hint brings the members after the file into the page cache (of the shard file on the
+    // outer mount): d/0031 to d/0033 lie within 128 KiB of d/0030's header.
+    const std::string shard = outer_mount.path() + "/inner/pack-0000.zip";
+    const uint64_t from = (at[Name(31)].first + 4095) / 4096 * 4096;
+    const uint64_t to = at[Name(33)].first + at[Name(33)].second;
+    const size_t pages = (to + 4095) / 4096 - from / 4096;
+    if (c.network) ResidentPages(shard, 0, 0, /*drop=*/true);
+    for (int i : far) EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files[i]) << Name(i);
+    EXPECT_EQ(Stats(mnt)["hint"]["read"].get<int>(), c.hints);
+    if (c.network && c.list) {
+      const size_t resident = ResidentPages(shard, from, to);
+      if (c.prefetch) {
+        EXPECT_GE(resident * 10, pages * 9) << resident << " of " << pages;
+      } else {
+        EXPECT_LT(resident, pages / 2) << resident << " of " << pages;
+      }
+    }
+    for (int i : walk) EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files[i]) << Name(i);
+    EXPECT_EQ(Stats(mnt)["hint"]["read"].get<int>(), c.hints + c.walk_hints);
+    // Read again (from the page cache): no new hint.
+    for (int i : far) EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files[i]) << Name(i);
+    EXPECT_EQ(Stats(mnt)["hint"]["read"].get<int>(), c.hints + c.walk_hints);
+  }
 }
 
 // Shards on a network file system (here: read through a packfs mount, a FUSE file system) push
