@@ -559,6 +559,10 @@ void Filesystem::Prefetch(const Node& file, uint64_t max_bytes, uint64_t span) c
 void Filesystem::ReadHint(const Node& file, const SourceNode& src, uint64_t offset,
                           bool looked_up) const {
   if (offset != 0 || looked_up || file.size > options_.read_hint_max) return;
+  // Only files whose span holds neighbours: a larger file's own first READ asks for as much, and
+  // its hint only added requests (sshfs at 1 ms, 4 readers at random over 50-200 KiB JPEGs after a
+  // listing: 1.0k instead of 1.1k files/s, 1.35 instead of 1.28 requests a file).
+  if (file.size > kPrefetchSpan / 2) return;
   if (!src.set->on_network_fs() || src.set->raw_members()) return;
   const uint64_t from = std::min(src.node.local_header_offset, src.node.data_offset);
   {

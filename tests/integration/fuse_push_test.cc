@@ -555,10 +555,10 @@ TEST(FuseNetworkHintTest, AWalkInShardOrderIsLeftToTheKernelsReadAhead) {
   EXPECT_EQ(far_streamed, 0u);
 }
 
-// A file read without a lookup (after a listing) in a shard on a network file system gets the
-// lookup's hint at its first READ (hint.read), except within kPrefetchSpan of the last one (a
-// walk); by path the lookup gave it already, shards on a local disk never get it, and
-// -o noprefetch turns it off.
+// A file of up to half kPrefetchSpan read without a lookup (after a listing) in a shard on a
+// network file system gets the lookup's hint at its first READ (hint.read), except within
+// kPrefetchSpan of the last one (a walk); by path the lookup gave it already, shards on a local
+// disk never get it, a larger file neither, and -o noprefetch turns it off.
 TEST(FuseNetworkHintTest, AFileReadAfterAListingIsHintedAtItsFirstRead) {
   if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse here";
   TempDir tmp;
@@ -568,6 +568,9 @@ TEST(FuseNetworkHintTest, AFileReadAfterAListingIsHintedAtItsFirstRead) {
     files.push_back(testing::RandomBytes(16384 + static_cast<size_t>(i * 7919) % 4096, i + 5));
     testing::WriteFile(tmp / ("src/" + Name(i)), files.back());
   }
+  // Larger than half the span: its own first READ asks for as much as a hint would.
+  const std::string big = testing::RandomBytes(100000, 77);
+  testing::WriteFile(tmp / "src/e/big.bin", big);
   auto inner = testing::Run({testing::MkpackPath(), "pack", "--no-fsync", tmp / "src",
                              tmp / "outer-src/inner"});
   ASSERT_EQ(inner.exit_code, 0) << inner.err;
@@ -630,6 +633,9 @@ TEST(FuseNetworkHintTest, AFileReadAfterAListingIsHintedAtItsFirstRead) {
     // Read again (from the page cache): no new hint.
     for (int i : far) EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files[i]) << Name(i);
     EXPECT_EQ(Stats(mnt)["hint"]["read"].get<int>(), c.hints + c.walk_hints);
+    if (c.list) List(mnt + "/e");
+    EXPECT_EQ(testing::ReadFile(mnt + "/e/big.bin"), big);
+    EXPECT_EQ(Stats(mnt)["hint"]["read"].get<int>(), c.hints + c.walk_hints) << "e/big.bin";
   }
 }
 
