@@ -16,10 +16,11 @@
 // which nearly always comes anyway, and stretches the read to reach it (measured on sshfs at
 // 1 ms, 8 readers at random by path, 5 interleaved rounds: 2.4k -> 2.7k files/s median, 0.80x ->
 // 0.94x of raw pread there; without lookup hints the pushes took a file's fetch from 25 to 40 KiB;
-// a local epoch by path or after a scan ran the same). Files
-// looked up well before their read (a loader that stats its files first) are pushed as after a
-// scan. The fresh set is a ring of inode numbers and a bit each; an inode looked up twice within
-// the ring leaves it at the older lookup (it may be pushed a little early).
+// a local epoch by path or after a scan ran the same). Files looked up well before their read (a
+// loader that stats its files first) are pushed as after a scan. The fresh set is a ring of
+// inode numbers and a bit each; an inode looked up twice within the ring leaves it at the older
+// lookup (it may be pushed a little early). Shards on a network file system push nothing at all
+// (Filesystem::ReadThrough).
 //
 // When it pays: a pushed file that is never read costs its share of the pread, a copy into the
 // page cache and the memory, and a pass that reads a tenth of a set in random order would have

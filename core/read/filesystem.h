@@ -316,7 +316,6 @@ class Filesystem {
     uint32_t shard = 0;
     uint64_t from = 0;
   };
-  // True when `from` in that shard is within kPrefetchSpan of the last lookup's (remembered).
   // The first READ (offset 0) of a file of up to kPrefetchSpan / 2 in a shard on a network file
   // system, when its node did not come from a recent lookup (which hinted it): hints
   // kPrefetchSpan of the shard from it, as a lookup would, unless it lies within kPrefetchSpan of
@@ -324,6 +323,7 @@ class Filesystem {
   // After a listing, 8 readers of a random third of a set of 18 KiB files on sshfs: 1.4-1.5k
   // instead of 1.0k files/s at 5 ms, 2.3-3.0k instead of 2.0-2.3k at 1 ms.
   void ReadHint(const Node& file, const SourceNode& src, uint64_t offset, bool looked_up) const;
+  // True when `from` in that shard is within kPrefetchSpan of the last lookup's (remembered).
   bool NearLastLookup(const PackSet* set, uint32_t shard, uint64_t from) const;
   mutable std::mutex last_lookup_mu_;
   mutable LastLookup last_lookup_;
