@@ -81,6 +81,32 @@ void List(const std::string& dir) {
   EXPECT_GT(n, 0u) << dir;
 }
 
+// Packs tmp/src into tmp/outer-src/inner, and tmp/outer-src into tmp/outer: a mount of the outer
+// set shows the inner set's shard and catalog as files on FUSE, a network file system to packfs.
+// False (with the failure reported) when mkpack fails.
+bool PackNested(const TempDir& tmp) {
+  auto inner = testing::Run({testing::MkpackPath(), "pack", "--no-fsync", tmp / "src",
+                             tmp / "outer-src/inner"});
+  EXPECT_EQ(inner.exit_code, 0) << inner.err;
+  auto outer = testing::Run({testing::MkpackPath(), "pack", "--no-fsync", tmp / "outer-src",
+                             tmp / "outer"});
+  EXPECT_EQ(outer.exit_code, 0) << outer.err;
+  return inner.exit_code == 0 && outer.exit_code == 0;
+}
+
+// Where each member of a pack set lies: key -> (data offset, size), from `mkpack ls --json`.
+std::map<std::string, std::pair<uint64_t, uint64_t>> Extents(const std::string& set) {
+  std::map<std::string, std::pair<uint64_t, uint64_t>> at;
+  auto ls = testing::Run({testing::MkpackPath(), "ls", "--json", set});
+  EXPECT_EQ(ls.exit_code, 0) << ls.err;
+  std::istringstream in(ls.out);
+  for (std::string line; std::getline(in, line);) {
+    auto m = nlohmann::json::parse(line);
+    at[m["key"]] = {m["offset"].get<uint64_t>(), m["size"].get<uint64_t>()};
+  }
+  return at;
+}
+
 class FusePushTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -96,15 +122,8 @@ class FusePushTest : public ::testing::Test {
     ASSERT_EQ(::mkdir((tmp_ / "mnt").c_str(), 0755), 0);
     // Where each member's data lies: the files a read of d/0000.bin pushes are those that end
     // within kWindow of its first byte.
-    auto ls = testing::Run({testing::MkpackPath(), "ls", "--json", tmp_ / "media"});
-    ASSERT_EQ(ls.exit_code, 0) << ls.err;
-    std::map<std::string, std::pair<uint64_t, uint64_t>> at;
-    std::istringstream in(ls.out);
-    for (std::string line; std::getline(in, line);) {
-      auto m = nlohmann::json::parse(line);
-      at[m["key"]] = {m["offset"].get<uint64_t>(), m["size"].get<uint64_t>()};
-    }
-    at_ = at;
+    at_ = Extents(tmp_ / "media");
+    auto& at = at_;
     const uint64_t start = at[Name(0)].first;
     for (int i = 1; i < kFiles; ++i) {
       const auto [off, size] = at[Name(i)];
@@ -510,14 +529,7 @@ TEST(FuseNetworkHintTest, AWalkInShardOrderIsLeftToTheKernelsReadAhead) {
     testing::WriteFile(tmp / ("src/" + Name(i)),
                        testing::RandomBytes(16384 + static_cast<size_t>(i * 7919) % 4096, i));
   }
-  // The inner pack set is itself packed, so that a mount of the outer one shows its shard and
-  // catalog as files on FUSE.
-  auto inner = testing::Run({testing::MkpackPath(), "pack", "--no-fsync", tmp / "src",
-                             tmp / "outer-src/inner"});
-  ASSERT_EQ(inner.exit_code, 0) << inner.err;
-  auto outer = testing::Run({testing::MkpackPath(), "pack", "--no-fsync", tmp / "outer-src",
-                             tmp / "outer"});
-  ASSERT_EQ(outer.exit_code, 0) << outer.err;
+  ASSERT_TRUE(PackNested(tmp));
   ASSERT_EQ(::mkdir((tmp / "mnt").c_str(), 0755), 0);
   Mount mount({tmp / "outer"}, tmp / "mnt");
   ASSERT_TRUE(mount.ok()) << mount.result().err;
@@ -571,24 +583,12 @@ TEST(FuseNetworkHintTest, AFileReadAfterAListingIsHintedAtItsFirstRead) {
   // Larger than half the span: its own first READ asks for as much as a hint would.
   const std::string big = testing::RandomBytes(100000, 77);
   testing::WriteFile(tmp / "src/e/big.bin", big);
-  auto inner = testing::Run({testing::MkpackPath(), "pack", "--no-fsync", tmp / "src",
-                             tmp / "outer-src/inner"});
-  ASSERT_EQ(inner.exit_code, 0) << inner.err;
-  auto outer = testing::Run({testing::MkpackPath(), "pack", "--no-fsync", tmp / "outer-src",
-                             tmp / "outer"});
-  ASSERT_EQ(outer.exit_code, 0) << outer.err;
+  ASSERT_TRUE(PackNested(tmp));
   ASSERT_EQ(::mkdir((tmp / "mnt").c_str(), 0755), 0);
   ASSERT_EQ(::mkdir((tmp / "mnt2").c_str(), 0755), 0);
   Mount outer_mount({tmp / "outer"}, tmp / "mnt");
   ASSERT_TRUE(outer_mount.ok()) << outer_mount.result().err;
-  auto ls = testing::Run({testing::MkpackPath(), "ls", "--json", tmp / "outer-src/inner"});
-  ASSERT_EQ(ls.exit_code, 0) << ls.err;
-  std::map<std::string, std::pair<uint64_t, uint64_t>> at;  // key -> data offset, size
-  std::istringstream in(ls.out);
-  for (std::string line; std::getline(in, line);) {
-    auto m = nlohmann::json::parse(line);
-    at[m["key"]] = {m["offset"].get<uint64_t>(), m["size"].get<uint64_t>()};
-  }
+  auto at = Extents(tmp / "outer-src/inner");
   const std::vector<int> far = {0, 15, 30, 45, 5, 20, 35, 50};  // no two within 128 KiB
   const std::vector<int> walk = {8, 9, 10, 11, 12, 13, 14};  // from far past the last read
   struct Case {
@@ -651,12 +651,7 @@ TEST(FuseNetworkPushTest, ShardsOnANetworkFileSystemPushNothing) {
     files.push_back(testing::RandomBytes(4096 + static_cast<size_t>(i * 7919) % 8192, i + 3));
     testing::WriteFile(tmp / ("src/" + Name(i)), files.back());
   }
-  auto inner = testing::Run({testing::MkpackPath(), "pack", "--no-fsync", tmp / "src",
-                             tmp / "outer-src/inner"});
-  ASSERT_EQ(inner.exit_code, 0) << inner.err;
-  auto outer = testing::Run({testing::MkpackPath(), "pack", "--no-fsync", tmp / "outer-src",
-                             tmp / "outer"});
-  ASSERT_EQ(outer.exit_code, 0) << outer.err;
+  ASSERT_TRUE(PackNested(tmp));
   ASSERT_EQ(::mkdir((tmp / "mnt").c_str(), 0755), 0);
   ASSERT_EQ(::mkdir((tmp / "mnt2").c_str(), 0755), 0);
   Mount outer_mount({tmp / "outer"}, tmp / "mnt");
