@@ -18,7 +18,9 @@ Patterns, each cold (every mount remade and the page cache dropped before every 
 bench/readfiles with 8 threads: "random" (a shuffled sample of --shared-sample files by path,
 another slice each repeat), "directory walk" (one directory's files in name order, as `cp -r`
 reads them, by path; another directory each repeat), "list + walk" (the same after listing the
-directory, as `cp -r` does; the listing counts in the time) and "find" (`find MNT | wc -l`).
+directory, as `cp -r` does; the listing counts in the time), "list + random" (the random sample
+after listing every directory, as a loader that scans its data set first reads; the listing
+counts) and "find" (`find MNT | wc -l`).
 The proxy counts the requests of each pass (`delay_proxy.py --count`): requests per file
 explain the ratios.
 
@@ -48,7 +50,10 @@ import bench_shared_loader
 CHECK_FILES = 300  # files per contender compared byte for byte before measuring
 # "list + walk" is a directory walk after listing the directory (cp -r): the listing tells the
 # kernel every inode, which is what lets packfs push a read's neighbours (fuse/push.h).
-PATTERNS = ("random", "directory walk", "list + walk", "find")
+# "list + random" is the random sample after listing every directory, as a loader that scans its
+# data set first (torchvision's ImageFolder) reads: no lookups, so no lookup hints.
+PATTERNS = ("random", "directory walk", "list + walk", "list + random", "find")
+LISTED = ("list + walk", "list + random")
 SSHD = "/usr/sbin/sshd"
 
 
@@ -109,7 +114,7 @@ class Lists:
     def keys(self, pattern, r):
         if pattern == "check":
             return self.order[:CHECK_FILES]
-        if pattern == "random":
+        if pattern in ("random", "list + random"):
             n = self.sample
             return [self.order[(r * n + i) % len(self.order)] for i in range(n)]
         return self.by_dir[self.dirs[r % len(self.dirs)]]
@@ -466,6 +471,14 @@ def find_pass(root, budget):
             "errors": 0 if complete and p.returncode == 0 else int(p.returncode != 0)}
 
 
+def with_scan(res):
+    """A listed pass's rate with its listing counted (readfiles --scan times it apart)."""
+    res["read_files_per_s"] = res["files_per_s"]
+    res["seconds"] += res.get("scan_seconds", 0)
+    res["files_per_s"] = res["files"] / res["seconds"] if res["seconds"] else 0
+    return res
+
+
 def one_pass(args, c, lists, pattern, r, budget, srv_port=None, verify=None):
     if c.kind == "gets":
         return raw_gets(srv_port, lists.get_items(pattern, r), 8, budget, verify_root=verify)
@@ -480,10 +493,11 @@ def one_pass(args, c, lists, pattern, r, budget, srv_port=None, verify=None):
         d, names = lists.walk_dir(r)
         res = readfiles(args, ["--root", os.path.join(c.root, d), "--list", names, "--scan"],
                         budget, verify)
-        res["read_files_per_s"] = res["files_per_s"]
-        res["seconds"] += res.get("scan_seconds", 0)
-        res["files_per_s"] = res["files"] / res["seconds"] if res["seconds"] else 0
-        return res
+        return with_scan(res)
+    if pattern == "list + random":
+        # Every directory listed first (counted in the rate), then the random sample by path.
+        return with_scan(readfiles(args, ["--root", c.root, "--list",
+                                          lists.path_list(pattern, r), "--scan"], budget, verify))
     return readfiles(args, ["--root", c.root, "--list", lists.path_list(pattern, r)], budget,
                      verify)
 
@@ -533,7 +547,7 @@ def run_group(args, group, delay, cs, lists, www, proxy, rows, srv_port=None):
     for pattern in PATTERNS:
         for r in range(args.repeat):
             for c in cs[r % len(cs):] + cs[:r % len(cs)]:
-                if c.dead or (c.slow and r > 0) or (pattern in ("find", "list + walk")
+                if c.dead or (c.slow and r > 0) or (pattern in ("find",) + LISTED
                                                     and c.kind != "dir"):
                     continue
                 m0 = proxy.counts()

@@ -607,6 +607,8 @@ def shared_section(rows, L):
               f"shuffled order; directory walk = one directory ({meta['dir_files']} files) in "
               "name order, by path; list + walk = the same after listing the directory, as "
               "`cp -r` does (the listing counted in the rate; raw reads have nothing to list); "
+              "list + random = the random files after listing every directory, as a loader that "
+              "scans its data set first reads (the listing counted); "
               "find = `find MNT | wc -l`. Requests = client chunks the proxy held "
               "during the pass (HTTP: one per request; SSH: the SFTP packets the client sent "
               "together), per file read.", ""]
@@ -623,7 +625,7 @@ def shared_section(rows, L):
                  "local shards / loose"]
     L += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for g in groups:
-        for pattern in ("random", "directory walk", "list + walk"):
+        for pattern in ("random", "directory walk", "list + walk", "list + random"):
             cells, rates, reqs = [g, pattern], {}, []
             for role in ("loose", "packfs", "raw", "local", "ring"):
                 rs = runs.get((g, pattern, names.get((g, role))), [])
