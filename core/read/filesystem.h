@@ -323,10 +323,15 @@ class Filesystem {
   // After a listing, 8 readers of a random third of a set of 18 KiB files on sshfs: 1.4-1.5k
   // instead of 1.0k files/s at 5 ms, 2.3-3.0k instead of 2.0-2.3k at 1 ms.
   void ReadHint(const Node& file, const SourceNode& src, uint64_t offset, bool looked_up) const;
-  // True when `from` in that shard is within kPrefetchSpan of the last lookup's (remembered).
-  bool NearLastLookup(const PackSet* set, uint32_t shard, uint64_t from) const;
+  // True when `from` in src's shard is within kPrefetchSpan of *last (the last lookup's, or the
+  // last READ hint's), which becomes it.
+  bool NearLast(LastLookup* last, const SourceNode& src, uint64_t from) const;
+  // Where a member's bytes in its shard start (its local header, for a zip member).
+  static uint64_t MemberStart(const SourceNode& src);
+  // POSIX_FADV_WILLNEED on the member from MemberStart, at least `span` bytes.
+  void HintMember(int fd, const SourceNode& src, uint64_t span) const;
   mutable std::mutex last_lookup_mu_;
-  mutable LastLookup last_lookup_;
+  mutable LastLookup last_lookup_;     // Prefetch's (under last_lookup_mu_)
   mutable LastLookup last_read_hint_;  // ReadHint's (under last_lookup_mu_)
   // The ranges of shard files holding `dir`'s files (DirStream's callback).
   std::vector<DirStream::Extent> StreamExtents(uint64_t dir) const;
