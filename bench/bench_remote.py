@@ -8,7 +8,10 @@ run, bytes checked before measuring:
   per thread; the sockets' reads release the GIL, so Python is not the limit at 8 x 20 ms)
   vs a packfs mount of the URL read by bench/readfiles with 8 threads. Ratio packfs / raw.
 - large: one --remote-large-mib MiB member read sequentially, cold: `curl -r` of its exact byte
-  range vs 1 MiB read(2)s of MNT/member. Ratio packfs / curl.
+  range vs 1 MiB read(2)s of MNT/member. Ratio packfs / curl. Then again with the server's page
+  cache warm, beside `curl -r` piped to a reader (1 MiB reads of the pipe): curl's bytes handed
+  to another process through the kernel, as a mount's are (a reference, not a bound: curl
+  writes its small buffers one by one).
 - disk cache (when packfs has --disk-cache): the small-file read with --disk-cache DIR, first
   pass (empty DIR) and second pass (remounted, page cache dropped) vs the same read of a local
   mount of the same pack set. Ratio second pass / local.
@@ -342,6 +345,31 @@ def curl_range(url, off, size, budget, dest="/dev/null"):
     return n, t, n == size
 
 
+def curl_pipe(url, off, size, budget):
+    """`curl -r` of bytes [off, off+size) to stdout, read from a pipe with 1 MiB read(2)s, as
+    read_seq reads a mount: the network path with its bytes handed to another process through
+    the kernel (curl's write plus the reader's read), as a mount's bytes are (the daemon's
+    write to /dev/fuse plus the reader's read of the page cache). (bytes, seconds, complete)."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(["curl", "-sS", "--max-time", str(int(budget) + 1), "-r",
+                          f"{off}-{off + size - 1}", url], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    buf = bytearray(1 << 20)
+    n = 0
+    fd = p.stdout.fileno()
+    while True:
+        k = os.readv(fd, [buf])
+        if not k:
+            break
+        n += k
+    err = p.stderr.read().decode(errors="replace")
+    rc = p.wait()
+    t = time.perf_counter() - t0
+    if rc not in (0, 28):  # 28: --max-time reached (too slow, not broken)
+        raise Broken(f"remote: curl {url} failed: {err.strip()}")
+    return n, t, n == size
+
+
 def packfs_help(args):
     return subprocess.run([os.path.join(args.build, "packfs"), "--help"], capture_output=True,
                           text=True).stdout
@@ -487,6 +515,12 @@ def bench_remote(args, work, ds, rows):
                          "repeat": r, "bytes": n, "seconds": t, "MBps": n / t / 1e6,
                          "complete": ok})
             print(f"remote large r{r} {'curl -r (server warm)':28s} {n / t / 1e6:8.1f} MB/s",
+                  flush=True)
+            n, t, ok = curl_pipe(large_url, off, size, budget)
+            rows.append({"bench": "remote", "what": "large, server warm",
+                         "contender": "curl -r, piped to a reader", "repeat": r, "bytes": n,
+                         "seconds": t, "MBps": n / t / 1e6, "complete": ok})
+            print(f"remote large r{r} {'curl -r piped (warm)':28s} {n / t / 1e6:8.1f} MB/s",
                   flush=True)
             for name, cmd, cs in (
                     ("packfs", [packfs] + common, args.remote_cache_size),

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/extent.h"
 #include "core/base/status.h"
 #include "core/base/unique_fd.h"
 
@@ -39,6 +40,16 @@ class ShardSource {
     (void)member_begin;
     (void)member_end;
     return ReadAt(offset, buf);
+  }
+  // ReadMemberAt without a copy, for sources that hold the bytes in memory anyway (a remote
+  // shard's cached blocks): appends extents covering min(length, size() - offset) bytes at
+  // `offset`, in order, to `out` and returns that count; nullopt when this source has no such
+  // memory (the default: read with ReadMemberAt). The extents keep their memory alive.
+  virtual Result<std::optional<size_t>> LendMemberAt(uint64_t member_begin, uint64_t member_end,
+                                                     uint64_t offset, size_t length,
+                                                     std::vector<Extent>* out) const {
+    (void)member_begin, (void)member_end, (void)offset, (void)length, (void)out;
+    return std::optional<size_t>();
   }
   // A file descriptor whose bytes at the same offsets are this source's (for zero-copy replies),
   // or -1 when the bytes are synthesized or remote.

@@ -284,8 +284,12 @@ Result<ReadReply> Filesystem::ServeResolved(const Node& file, const SourceNode& 
       return reply;
     }
     // A shard without a file descriptor (remote, or a synthesized file the range does not map
-    // into), or bytes whose CRC-32 is still to be checked: copied, through the shard just opened.
+    // into), or bytes whose CRC-32 is still to be checked: lent from the memory a remote shard
+    // holds them in, else copied, through the shard just opened.
     open = std::move(ext.lease);
+    PACKFS_ASSIGN_OR_RETURN(bool lent,
+                            LendChecked(file, src, offset, size, &open, &reply.pieces));
+    if (lent) return reply;
   }
   PACKFS_ASSIGN_OR_RETURN(reply.bytes, CopyChecked(file, src, offset, size, scratch, &open));
   return reply;
@@ -359,6 +363,25 @@ Result<std::span<const uint8_t>> Filesystem::CopyChecked(const Node& file, const
   NoteShardUsed(file.shard);
   PACKFS_RETURN_IF_ERROR(ObserveCrc(file, src, offset, *got));
   return got;
+}
+
+Result<bool> Filesystem::LendChecked(const Node& file, const SourceNode& src, uint64_t offset,
+                                     size_t size, ShardLease* open,
+                                     std::vector<Extent>* out) const {
+  PACKFS_RETURN_IF_ERROR(CrcNotBad(file, src));
+  Result<std::optional<size_t>> got = src.set->Lend(src.node, offset, size, open, out);
+  if (!got.ok()) {
+    return got.status().WithPrefix("reading '" + QuoteKey(KeyOrId(file)) + "' from " +
+                                   src.set->ShardRefPath(src.node.shard));
+  }
+  if (!*got) return false;
+  NoteShardUsed(file.shard);
+  uint64_t at = offset;
+  for (const Extent& e : *out) {
+    PACKFS_RETURN_IF_ERROR(ObserveCrc(file, src, at, *e));
+    at += e->size();
+  }
+  return true;
 }
 
 Status Filesystem::CrcNotBad(const Node& file, const SourceNode& src) const {

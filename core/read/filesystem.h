@@ -89,10 +89,12 @@ struct ReadExtent {
 };
 
 // The answer to one READ: `window` (its lease set, with a file descriptor) when the bytes go out
-// zero-copy from a shard file, else `bytes` (in the caller's scratch buffer). Neither: end of
-// file.
+// zero-copy from a shard file, `pieces` (in order) when they go out from memory the shard holds
+// them in anyway (a remote shard's cache), else `bytes` (in the caller's scratch buffer).
+// None: end of file.
 struct ReadReply {
   ReadExtent window;
+  std::vector<Extent> pieces;
   std::span<const uint8_t> bytes;
   bool zero_copy() const { return window.lease != nullptr; }
 };
@@ -272,6 +274,10 @@ class Filesystem {
                                                const ShardLease* open = nullptr) const;
   // Fails when the member was found damaged before.
   Status CrcNotBad(const Node& file, const SourceNode& src) const;
+  // ServeResolved's read of bytes a shard lends (PackSet::Lend) into `out`: false when it lends
+  // none (read them with CopyChecked, through `open`). Checked like CopyChecked's.
+  Result<bool> LendChecked(const Node& file, const SourceNode& src, uint64_t offset, size_t size,
+                           ShardLease* open, std::vector<Extent>* out) const;
   // Hands bytes a read serves to the CRC tracker; fails when they complete a damaged member.
   Status ObserveCrc(const Node& file, const SourceNode& src, uint64_t offset,
                     std::span<const uint8_t> bytes) const;

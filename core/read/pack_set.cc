@@ -513,6 +513,28 @@ Result<std::span<const uint8_t>> PackSet::ReadCopy(const Node& file, uint64_t of
   return std::span<const uint8_t>(buf.subspan(head, n));
 }
 
+Result<std::optional<size_t>> PackSet::Lend(const Node& file, uint64_t offset, size_t size,
+                                            ShardLease* open, std::vector<Extent>* out) const {
+  if (file.is_dir()) return Status::InvalidArgument("cannot read a directory");
+  if (!raw_members_ && !impl_->Checked(file.id)) return std::optional<size_t>();
+  if (offset >= file.size || size == 0) return std::optional<size_t>(0);
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(size, file.size - offset));
+  if (!*open) {
+    PACKFS_ASSIGN_OR_RETURN(*open, OpenShard(file.shard));
+  }
+  const uint64_t at = file.data_offset + offset;
+  const size_t before = out->size();
+  PACKFS_ASSIGN_OR_RETURN(
+      std::optional<size_t> got,
+      (*open)->LendMemberAt(file.local_header_offset, file.data_offset + file.size, at, n, out));
+  if (got && *got != n) {
+    out->resize(before);
+    return Status::Stale(ShardRefPath(file.shard) + ": short read of member data at offset " +
+                         std::to_string(at) + " (the shard shrank?); " + impl_->refresh_hint);
+  }
+  return got;
+}
+
 Result<size_t> PackSet::Read(const Node& file, uint64_t offset, std::span<uint8_t> buf) const {
   std::vector<uint8_t> scratch;
   PACKFS_ASSIGN_OR_RETURN(std::span<const uint8_t> got,

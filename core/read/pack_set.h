@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -127,6 +128,14 @@ class PackSet {
                                             std::vector<uint8_t>* scratch,
                                             const ShardLease* open = nullptr) const;
   static constexpr uint64_t kHeadedReadGap = 64 * 1024;
+  // ReadCopy without the copy, where the shard holds its bytes in memory anyway (a remote shard
+  // read through its cache: ShardSource::LendMemberAt): appends extents covering file bytes
+  // [offset, offset + size) clipped to the member to `out` and returns their count. nullopt when
+  // the shard cannot lend them, or the member's local header is not checked yet (its first read
+  // checks it: ReadCopy). `open`: the file's shard, opened here when empty (and left open for
+  // the ReadCopy that follows a nullopt).
+  Result<std::optional<size_t>> Lend(const Node& file, uint64_t offset, size_t size,
+                                     ShardLease* open, std::vector<Extent>* out) const;
 
   // A read that reaches the end of `file` ([offset, file.size)) together with whole members that
   // follow it in the same shard (`followers`, ascending offsets, each starting at or after the end

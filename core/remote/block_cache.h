@@ -28,36 +28,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/base/extent.h"
 #include "core/base/status.h"
 
 namespace packfs {
-
-// An immutable byte extent with shared ownership of the memory behind it (a slice of a Buffer,
-// or a vector of its own). Null when default-constructed. Cheap to copy.
-class Extent {
- public:
-  Extent() = default;
-  Extent(std::nullptr_t) {}  // NOLINT: a null extent, as for a shared_ptr
-  // An extent owning its vector (not counted by any cache until Fulfill adopts it).
-  Extent(std::shared_ptr<const std::vector<uint8_t>> v)  // NOLINT: implicit, like the old type
-      : bytes_(v ? std::span<const uint8_t>(*v) : std::span<const uint8_t>()),
-        owner_(std::move(v)) {}
-  Extent(std::shared_ptr<const void> owner, std::span<const uint8_t> bytes, bool counted)
-      : bytes_(bytes), owner_(std::move(owner)), counted_(counted) {}
-
-  const std::span<const uint8_t>* operator->() const { return &bytes_; }
-  const std::span<const uint8_t>& operator*() const { return bytes_; }
-  explicit operator bool() const { return owner_ != nullptr; }
-  // Whether the memory is a cache Buffer's (already counted toward that cache's bytes()).
-  bool counted() const { return counted_; }
-  // The Buffer or vector behind the bytes (tests compare owners).
-  const void* owner() const { return owner_.get(); }
-
- private:
-  std::span<const uint8_t> bytes_;
-  std::shared_ptr<const void> owner_;
-  bool counted_ = false;
-};
 
 class BlockCache {
  public:

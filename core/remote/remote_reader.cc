@@ -336,6 +336,32 @@ Result<size_t> RemoteReader::Read(const std::shared_ptr<const RangeFetcher>& obj
     ++disk_hits_;
     return n;
   }
+  std::vector<Extent> pieces;
+  PACKFS_RETURN_IF_ERROR(LendFromMemory(object, member_begin, member_end, offset, n, &pieces));
+  size_t done = 0;
+  for (const Extent& e : pieces) {
+    std::memcpy(buf.data() + done, e->data(), e->size());
+    done += e->size();
+  }
+  return done;
+}
+
+Result<std::optional<size_t>> RemoteReader::Lend(
+    const std::shared_ptr<const RangeFetcher>& object, uint64_t member_begin,
+    uint64_t member_end, uint64_t offset, size_t length, std::vector<Extent>* out) {
+  // With a disk cache, bytes it holds are read from it (Read), not lent from memory.
+  if (disk_ && object->persistent()) return std::optional<size_t>();
+  const uint64_t size = object->size();
+  if (offset >= size || length == 0) return std::optional<size_t>(0);
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(length, size - offset));
+  PACKFS_RETURN_IF_ERROR(LendFromMemory(object, member_begin, member_end, offset, n, out));
+  return std::optional<size_t>(n);
+}
+
+Status RemoteReader::LendFromMemory(const std::shared_ptr<const RangeFetcher>& object,
+                                    uint64_t member_begin, uint64_t member_end, uint64_t offset,
+                                    size_t n, std::vector<Extent>* out) {
+  const uint64_t size = object->size();
   const bool member = member_end > member_begin && member_end <= size &&
                       offset >= member_begin && offset + n <= member_end;
   const bool small = member && member_end - member_begin <= options_.whole_member_limit;
@@ -347,8 +373,8 @@ Result<size_t> RemoteReader::Read(const std::shared_ptr<const RangeFetcher>& obj
     if (bytes->size() != member_end - member_begin) {
       return Status::Corruption("remote cache holds a member extent of the wrong size");
     }
-    std::memcpy(buf.data(), bytes->data() + (offset - member_begin), n);
-    return n;
+    out->push_back(bytes.Sub(offset - member_begin, n));
+    return Status::OK();
   }
 
   const uint64_t bs = options_.block_size;
@@ -415,7 +441,7 @@ Result<size_t> RemoteReader::Read(const std::shared_ptr<const RangeFetcher>& obj
     if (from > bytes->size() || bytes->size() != std::min(bs, size - block_start)) {
       return Status::Corruption("remote cache holds a block of the wrong size");
     }
-    std::memcpy(buf.data() + done, bytes->data() + from, len);
+    out->push_back(bytes.Sub(from, len));
     done += len;
     // A sequential reader is done with a block whose end it read (but for reads arriving out
     // of order): it goes first when room is needed, before read-ahead not yet read.
@@ -435,7 +461,7 @@ Result<size_t> RemoteReader::Read(const std::shared_ptr<const RangeFetcher>& obj
     const uint64_t lo = std::max(member_begin / bs, hi > span ? hi - span : 0);
     for (uint64_t b = lo; b < hi; ++b) memory_.Drop(key, b * bs);
   }
-  return n;
+  return Status::OK();
 }
 
 std::shared_ptr<const UniqueFd> RemoteReader::MapCached(const RangeFetcher& object,

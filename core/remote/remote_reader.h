@@ -39,6 +39,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -126,6 +127,14 @@ class RemoteReader {
   Result<size_t> Read(const std::shared_ptr<const RangeFetcher>& object, uint64_t member_begin,
                       uint64_t member_end, uint64_t offset, std::span<uint8_t> buf);
 
+  // Read without the copy: appends the bytes as extents (slices of cached blocks and parts, or
+  // of a member fetched whole) to `out`, in order, and returns their count. The extents keep
+  // their memory (and its count toward the cache) until dropped: hold them only for a reply.
+  // nullopt (nothing done) for a persistent object with a disk cache: Read it.
+  Result<std::optional<size_t>> Lend(const std::shared_ptr<const RangeFetcher>& object,
+                                     uint64_t member_begin, uint64_t member_end, uint64_t offset,
+                                     size_t length, std::vector<Extent>* out);
+
   // The disk cache's open file holding `object`'s bytes [offset, offset + length) at their own
   // offsets, when that range is cached and already verified (counted as a disk hit); else null.
   // Lets a reply splice cached bytes instead of copying them through this reader.
@@ -146,6 +155,10 @@ class RemoteReader {
     uint64_t block;
     std::shared_ptr<BlockCache::Slot> slot;
   };
+  // Read and Lend past the disk cache: n bytes (within the object) from memory, fetched as
+  // needed, as extents appended to `out`.
+  Status LendFromMemory(const std::shared_ptr<const RangeFetcher>& object, uint64_t member_begin,
+                        uint64_t member_end, uint64_t offset, size_t n, std::vector<Extent>* out);
   Result<Bytes> GetMember(const std::shared_ptr<const RangeFetcher>& object, uint64_t begin,
                           uint64_t length);
   // Fetches claimed blocks (ascending; disk first, then one GET per contiguous run of misses);

@@ -195,4 +195,12 @@ Result<size_t> RemoteShardSource::ReadMemberAt(uint64_t member_begin, uint64_t m
   return want;
 }
 
+Result<std::optional<size_t>> RemoteShardSource::LendMemberAt(uint64_t member_begin,
+                                                              uint64_t member_end,
+                                                              uint64_t offset, size_t length,
+                                                              std::vector<Extent>* out) const {
+  if (!reader_) return std::optional<size_t>();
+  return reader_->Lend(object_, member_begin, member_end, offset, length, out);
+}
+
 }  // namespace packfs

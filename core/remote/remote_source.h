@@ -64,6 +64,10 @@ class RemoteShardSource final : public ShardSource {
   // With a reader: a small member fetched whole, a large one with read-ahead when sequential.
   Result<size_t> ReadMemberAt(uint64_t member_begin, uint64_t member_end, uint64_t offset,
                               std::span<uint8_t> buf) const override;
+  // With a reader: ReadMemberAt's bytes as slices of its cached blocks (no copy); else nullopt.
+  Result<std::optional<size_t>> LendMemberAt(uint64_t member_begin, uint64_t member_end,
+                                             uint64_t offset, size_t length,
+                                             std::vector<Extent>* out) const override;
 
   // With a reader whose disk cache holds the range (verified): that cache file, at the same
   // offsets, so the reply splices from local disk like a local shard's. nullopt otherwise.

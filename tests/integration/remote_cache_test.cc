@@ -1,7 +1,9 @@
 // RemoteReader against nginx on loopback: a small member costs one GET however it is read; a
 // sequential read of a large member issues far fewer requests than its 128 KiB reads; a random
 // read fetches one block; a walk over small members in shard order (one reader or eight) costs a
-// request per part of its read-ahead, small members read out of order one exact request each, and so do random reads inside a walk that has ended; concurrent readers of one member share one GET; the memory bound holds;
+// request per part of its read-ahead, small members read out of order one exact request each,
+// and so do random reads inside a walk that has ended; concurrent readers of one member share one
+// GET; the memory bound holds; reads lent instead of copied are slices of the cached memory;
 // the disk cache serves a second reader with no GET, refetches damaged bytes (never serving
 // them), ignores crash leftovers in its extent log and entries of an object whose ETag changed,
 // and stays within its size bound; it maps its file for a splice only over extents checked in
@@ -247,6 +249,53 @@ TEST_F(RemoteCacheTest, RandomReadFetchesOneBlock) {
   EXPECT_EQ(s.requests, 2u);
   EXPECT_EQ(s.bytes_fetched, 2 * reader->options().block_size);
   EXPECT_EQ(s.prefetched_bytes, 0u);
+}
+
+// What a READ reply sends from (no copy): the bytes as slices of the reader's cached memory,
+// for a large member read in order in 1 MiB reads (blocks of read-ahead parts) and for a small
+// one (its whole-member fetch, one request); with a disk cache nothing is lent (Read it).
+TEST_F(RemoteCacheTest, LentBytesAreSlicesOfTheCachedMemory) {
+  auto reader = NewReader();
+  auto src = Source(reader);
+  constexpr size_t kRead = 1 << 20;
+  const uint64_t member_end = kObjectSize - 4096;
+  for (uint64_t at = 0; at < member_end; at += kRead) {
+    std::vector<Extent> pieces;
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kRead, member_end - at));
+    auto lent = src->LendMemberAt(0, member_end, at, n, &pieces);
+    ASSERT_TRUE(lent.ok()) << lent.status().ToString();
+    ASSERT_TRUE(lent->has_value());
+    ASSERT_EQ(**lent, n);
+    // 256 KiB blocks: four or five pieces, each the cache's memory, in order.
+    EXPECT_GE(pieces.size(), 4u);
+    EXPECT_LE(pieces.size(), 5u);
+    size_t done = 0;
+    for (const Extent& e : pieces) {
+      EXPECT_TRUE(e.counted());
+      ASSERT_EQ(std::memcmp(e->data(), bytes_.data() + at + done, e->size()), 0) << at + done;
+      done += e->size();
+    }
+    EXPECT_EQ(done, n);
+  }
+  EXPECT_LE(reader->stats().bytes_fetched, uint64_t{kObjectSize});
+
+  const uint64_t begin = kObjectSize / 2 + 7, end = begin + 300000;
+  std::vector<Extent> first, second;
+  ASSERT_TRUE(src->LendMemberAt(begin, end, begin, 200000, &first).ok());
+  ASSERT_TRUE(src->LendMemberAt(begin, end, begin + 200000, 100000, &second).ok());
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(first[0].owner(), second[0].owner());  // one fetch of the member, two slices
+  EXPECT_EQ(second[0]->size(), 100000u);
+  EXPECT_EQ(std::memcmp(second[0]->data(), bytes_.data() + begin + 200000, 100000), 0);
+
+  use_disk_ = true;
+  auto disk_src = Source(NewReader());
+  std::vector<Extent> none;
+  auto lent = disk_src->LendMemberAt(0, kObjectSize, 0, kRead, &none);
+  ASSERT_TRUE(lent.ok());
+  EXPECT_FALSE(lent->has_value());
+  EXPECT_TRUE(none.empty());
 }
 
 TEST_F(RemoteCacheTest, MemoryStaysWithinTheBound) {
