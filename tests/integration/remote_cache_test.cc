@@ -1,5 +1,6 @@
 // RemoteReader against nginx on loopback: a small member costs one GET however it is read; a
-// sequential read of a large member issues far fewer requests than its 128 KiB reads; a random
+// sequential read of a large member issues far fewer requests than its 128 KiB reads, also when
+// its 1 MiB reads arrive pairwise swapped (nothing fetched twice); a random
 // read fetches one block; a walk over small members in shard order (one reader or eight) costs a
 // request per part of its read-ahead, small members read out of order one exact request each,
 // and so do random reads inside a walk that has ended; concurrent readers of one member share one
@@ -141,6 +142,32 @@ TEST_F(RemoteCacheTest, SequentialLargeMemberReadsAheadInGrowingRequests) {
   EXPECT_GE(s.prefetched_bytes, kObjectSize / 2);
   EXPECT_LE(s.bytes_fetched, uint64_t{kObjectSize});  // nothing fetched twice
   EXPECT_EQ(ServerRequests(), before + s.requests);
+}
+
+TEST_F(RemoteCacheTest, AReadArrivingAfterTheOneThatFollowedItStillFindsItsBlocks) {
+  // 1 MiB READs handed over by two threads that take turns (FUSE io_uring's, or two workers)
+  // finish in either order: 0, 2, 1, 4, 3, ... The read behind is part of the stream (it keeps
+  // the read-ahead) and its blocks are still there (nothing is fetched twice).
+  auto reader = NewReader();
+  auto src = Source(reader);
+  constexpr uint64_t kRead = 1 << 20;
+  std::vector<uint64_t> order = {0};
+  for (uint64_t i = 1; i + 1 < kObjectSize / kRead; i += 2) {
+    order.push_back(i + 1);
+    order.push_back(i);
+  }
+  order.push_back(kObjectSize / kRead - 1);
+  std::vector<uint8_t> buf(kRead);
+  for (uint64_t i : order) {
+    auto got = src->ReadMemberAt(0, kObjectSize, i * kRead, buf);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_EQ(*got, kRead);
+    ASSERT_EQ(std::memcmp(buf.data(), bytes_.data() + i * kRead, kRead), 0) << i;
+  }
+  const RemoteReaderStats s = reader->stats();
+  EXPECT_LE(s.bytes_fetched, uint64_t{kObjectSize});
+  EXPECT_GE(s.prefetched_bytes, kObjectSize / 2);
+  EXPECT_LE(s.requests, 12u) << s.requests;
 }
 
 TEST_F(RemoteCacheTest, CappedWindowStillReadsAheadInLargeRequests) {
