@@ -11,7 +11,7 @@ run, bytes checked before measuring:
   range vs 1 MiB read(2)s of MNT/member. Ratio packfs / curl. Then again with the server's page
   cache warm, beside `curl -r` piped to a reader (1 MiB reads of the pipe): curl's bytes handed
   to another process through the kernel, as a mount's are (a reference, not a bound: curl
-  writes its small buffers one by one).
+  writes its small buffers one by one), and packfs with -o io_uring where the kernel has it.
 - disk cache (when packfs has --disk-cache): the small-file read with --disk-cache DIR, first
   pass (empty DIR) and second pass (remounted, page cache dropped) vs the same read of a local
   mount of the same pack set. Ratio second pass / local.
@@ -33,7 +33,7 @@ import threading
 import time
 
 from common import (ROOT, Broken, drop_caches, is_mounted, make_small_files, out, sh,
-                    stop_process, unmount)
+                    stop_process, unmount, uring_enabled)
 
 PROXY = os.path.join(ROOT, "tests", "support", "delay_proxy.py")
 CHECK_FILES = 300  # small files compared byte for byte per contender before measuring
@@ -536,6 +536,29 @@ def bench_remote(args, work, ds, rows):
                 print(f"remote large r{r} {name + ' (server warm)':28s} {n / t / 1e6:8.1f} MB/s"
                       + ("" if ok else f"  (too slow: {n >> 20} MiB in {t:.1f} s)"), flush=True)
                 done(dm, f"{name} large, server warm", cache_size=cs if has_cache_size else None)
+            # ... and over FUSE io_uring where the kernel has it (a mount takes the ring by
+            # default there), recorded only when the mount did serve over the ring.
+            with uring_enabled() as uring:
+                if uring:
+                    dm = mount([packfs, "-o", "io_uring"] +
+                               [a for a in common if a not in ("--cache-size",
+                                                               args.remote_cache_size)] +
+                               [srv.url + "/large"])
+                    n, t, ok = read_seq(os.path.join(mnt, "big.bin"), budget)
+                    try:
+                        st = json.loads(os.getxattr(mnt, "user.packfs.stats"))
+                        used = bool(st.get("io_uring", {}).get("used"))
+                    except (OSError, ValueError):
+                        used = False
+                    done(dm, "packfs -o io_uring large, server warm", cache_size="default")
+                    if used:
+                        rows.append({"bench": "remote", "what": "large, server warm",
+                                     "contender": "packfs -o io_uring, default --cache-size",
+                                     "repeat": r, "bytes": n, "seconds": t,
+                                     "MBps": n / t / 1e6, "complete": ok})
+                    print(f"remote large r{r} {'packfs -o io_uring (warm)':28s} "
+                          + (f"{n / t / 1e6:8.1f} MB/s" if used else
+                             "not over the ring (the kernel refused it)"), flush=True)
             # c. disk cache: first pass, remount, second pass; a local mount of the same set.
             dm = mount(local_cmd)
             drop_caches()
