@@ -386,6 +386,8 @@ def bench_remote(args, work, ds, rows):
     common = ["--cache-dir", os.path.join(d, "catalogs")]
     if has_cache_size:
         common += ["--cache-size", args.remote_cache_size]
+    # The same with packfs's default --cache-size (what a user gets).
+    default_cache = [a for a in common if a not in ("--cache-size", args.remote_cache_size)]
     mnt = os.path.join(work, "mnt", "remote")
     broken = []
     daemons = []
@@ -497,9 +499,7 @@ def bench_remote(args, work, ds, rows):
             done(dm, "packfs large")
             # ... and with packfs's default --cache-size (what a user gets; a bigger cache
             # allows a bigger read-ahead window, which is what hides the round trips).
-            dm = mount([packfs] + [a for a in common if a not in ("--cache-size",
-                                                                   args.remote_cache_size)]
-                       + [srv.url + "/large"])
+            dm = mount([packfs] + default_cache + [srv.url + "/large"])
             drop_caches()
             n, t, ok = read_seq(os.path.join(mnt, "big.bin"), budget)
             rows.append({"bench": "remote", "what": "large", "contender":
@@ -524,10 +524,7 @@ def bench_remote(args, work, ds, rows):
                   flush=True)
             for name, cmd, cs in (
                     ("packfs", [packfs] + common, args.remote_cache_size),
-                    ("packfs, default --cache-size",
-                     [packfs] + [a for a in common if a not in ("--cache-size",
-                                                                 args.remote_cache_size)],
-                     "default")):
+                    ("packfs, default --cache-size", [packfs] + default_cache, "default")):
                 dm = mount(cmd + [srv.url + "/large"])  # a new mount: its page cache is empty
                 n, t, ok = read_seq(os.path.join(mnt, "big.bin"), budget)
                 rows.append({"bench": "remote", "what": "large, server warm", "contender": name,
@@ -540,10 +537,7 @@ def bench_remote(args, work, ds, rows):
             # default there), recorded only when the mount did serve over the ring.
             with uring_enabled() as uring:
                 if uring:
-                    dm = mount([packfs, "-o", "io_uring"] +
-                               [a for a in common if a not in ("--cache-size",
-                                                               args.remote_cache_size)] +
-                               [srv.url + "/large"])
+                    dm = mount([packfs, "-o", "io_uring"] + default_cache + [srv.url + "/large"])
                     n, t, ok = read_seq(os.path.join(mnt, "big.bin"), budget)
                     try:
                         st = json.loads(os.getxattr(mnt, "user.packfs.stats"))

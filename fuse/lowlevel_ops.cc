@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -224,21 +223,14 @@ void SendReply(fuse_req_t req, const ReadReply& reply, Stats& stats) {
   }
   if (!reply.pieces.empty()) {
     // One writev from the memory the pieces lie in (a remote shard's cached blocks).
-    iovec iov[16];
-    std::vector<iovec> many;
-    iovec* v = iov;
-    if (reply.pieces.size() > std::size(iov)) {
-      many.resize(reply.pieces.size());
-      v = many.data();
-    }
+    std::vector<iovec> iov;
     size_t total = 0;
-    for (size_t i = 0; i < reply.pieces.size(); ++i) {
-      v[i].iov_base = const_cast<uint8_t*>(reply.pieces[i]->data());
-      v[i].iov_len = reply.pieces[i]->size();
-      total += v[i].iov_len;
+    for (const Extent& e : reply.pieces) {
+      iov.push_back({const_cast<uint8_t*>(e->data()), e->size()});
+      total += e->size();
     }
     stats.AddBytes(total);
-    fuse_reply_iov(req, v, static_cast<int>(reply.pieces.size()));
+    fuse_reply_iov(req, iov.data(), static_cast<int>(iov.size()));
     return;
   }
   stats.AddBytes(reply.bytes.size());

@@ -247,10 +247,13 @@ bool Filesystem::ChecksCrc(const Node& file) const {
   return info.ok() && ShardFormatOf((*info)->name) == ShardFormat::kZip;
 }
 
+std::string Filesystem::Reading(const Node& file, const SourceNode& src) const {
+  return "reading '" + QuoteKey(KeyOrId(file)) + "' from " + src.set->ShardRefPath(src.node.shard);
+}
+
 Status Filesystem::CrcFailure(const Node& file, const SourceNode& src,
                               const std::string& why) const {
-  return Status::Corruption("reading '" + QuoteKey(KeyOrId(file)) + "' from " +
-                            src.set->ShardRefPath(src.node.shard) + ": " + why +
+  return Status::Corruption(Reading(file, src) + ": " + why +
                             "; the shard is damaged: run `mkpack verify " + src.set->dir() +
                             "` and restore " + src.set->ShardRefPath(src.node.shard) +
                             " from a good copy");
@@ -311,21 +314,18 @@ Result<ReadExtent> Filesystem::PrepareResolved(const Node& file, const SourceNod
         break;
     }
   }
-  auto describe = [&]() {
-    return "reading '" + QuoteKey(KeyOrId(file)) + "' from " +
-           src.set->ShardRefPath(src.node.shard);
-  };
   Status checked = src.set->CheckMember(src.node);
-  if (!checked.ok()) return checked.WithPrefix(describe());
+  if (!checked.ok()) return checked.WithPrefix(Reading(file, src));
   Result<ShardLease> lease = src.set->OpenShard(src.node.shard);
-  if (!lease.ok()) return lease.status().WithPrefix(describe());
+  if (!lease.ok()) return lease.status().WithPrefix(Reading(file, src));
   NoteShardUsed(file.shard);
   ext.lease = std::move(*lease);
   ext.shard_offset = file.data_offset + offset;
   ext.length = static_cast<size_t>(std::min<uint64_t>(size, file.size - offset));
   if (ext.shard_offset + ext.length > ext.lease->size()) {
     // The catalog said the shard holds these bytes; a shorter file means it changed under us.
-    return Status::Stale(describe() + ": shard ends at " + std::to_string(ext.lease->size()) +
+    return Status::Stale(Reading(file, src) + ": shard ends at " +
+                         std::to_string(ext.lease->size()) +
                          " but the member needs bytes up to " +
                          std::to_string(ext.shard_offset + ext.length));
   }
@@ -333,7 +333,7 @@ Result<ReadExtent> Filesystem::PrepareResolved(const Node& file, const SourceNod
     // A synthesized file (a sliced MP4): a range inside one of its extents is still a window of
     // a real file, so it goes out zero-copy too; anything else takes the copying path.
     auto mapped = ext.lease->MapToFile(ext.shard_offset, ext.length);
-    if (!mapped.ok()) return mapped.status().WithPrefix(describe());
+    if (!mapped.ok()) return mapped.status().WithPrefix(Reading(file, src));
     if (*mapped) {
       ext.lease = std::move((*mapped)->first);
       ext.shard_offset = (*mapped)->second;
@@ -357,8 +357,7 @@ Result<std::span<const uint8_t>> Filesystem::CopyChecked(const Node& file, const
   Result<std::span<const uint8_t>> got =
       src.set->ReadCopy(src.node, offset, size, scratch, open);
   if (!got.ok()) {
-    return got.status().WithPrefix("reading '" + QuoteKey(KeyOrId(file)) + "' from " +
-                                   src.set->ShardRefPath(src.node.shard));
+    return got.status().WithPrefix(Reading(file, src));
   }
   NoteShardUsed(file.shard);
   PACKFS_RETURN_IF_ERROR(ObserveCrc(file, src, offset, *got));
@@ -371,8 +370,7 @@ Result<bool> Filesystem::LendChecked(const Node& file, const SourceNode& src, ui
   PACKFS_RETURN_IF_ERROR(CrcNotBad(file, src));
   Result<std::optional<size_t>> got = src.set->Lend(src.node, offset, size, open, out);
   if (!got.ok()) {
-    return got.status().WithPrefix("reading '" + QuoteKey(KeyOrId(file)) + "' from " +
-                                   src.set->ShardRefPath(src.node.shard));
+    return got.status().WithPrefix(Reading(file, src));
   }
   if (!*got) return false;
   NoteShardUsed(file.shard);
@@ -483,8 +481,7 @@ Result<ReadReply> Filesystem::ReadThrough(
       src.set->ReadThrough(src.node, offset, chosen, scratch, &data);
   if (!got.ok()) {
     if (got.status().code() == Code::kInvalidArgument) return copy();  // not a local member
-    return got.status().WithPrefix("reading '" + QuoteKey(KeyOrId(file)) + "' from " +
-                                   src.set->ShardRefPath(src.node.shard));
+    return got.status().WithPrefix(Reading(file, src));
   }
   NoteShardUsed(file.shard);
   PACKFS_RETURN_IF_ERROR(ObserveCrc(file, src, offset, *got));

@@ -281,6 +281,8 @@ class Filesystem {
   // Hands bytes a read serves to the CRC tracker; fails when they complete a damaged member.
   Status ObserveCrc(const Node& file, const SourceNode& src, uint64_t offset,
                     std::span<const uint8_t> bytes) const;
+  // "reading 'KEY' from SHARD": what every read error of `file` is prefixed with.
+  std::string Reading(const Node& file, const SourceNode& src) const;
   Status CrcFailure(const Node& file, const SourceNode& src, const std::string& why) const;
   SourceNode ToSource(const Node& merged) const;
   std::string KeyOrId(const Node& node) const;
