@@ -1,13 +1,16 @@
 """Large sequential and random reads (issue 4, part 2) with fio (job files in bench/fio/): 1 MiB
 sequential reads of a large member, cold and warm, and 4-128 KiB random reads, cold, through packfs
 vs raw reads of the same range of its shard vs the loose file. The mount's readahead window
-(read_ahead_kb of its bdi) and its thread count are measured as separate contenders. Before measuring, the member is compared
-byte for byte through the mount with the loose file (`cmp`; a difference raises Broken)."""
+(read_ahead_kb of its bdi) and its thread count are measured as separate contenders, and so is
+packfs over FUSE io_uring where the kernel has it (-o io_uring; the others say -o noio_uring, and
+enable_uring is on for the run). Before measuring, the member is compared byte for byte through
+the mount with the loose file (`cmp`; a difference raises Broken)."""
 import json
 import os
 import subprocess
 
-from common import ROOT, Broken, drop_caches, fuse_bdi, mount, out, set_readahead_kb, sh, unmount
+from common import (ROOT, Broken, drop_caches, fuse_bdi, mount, out, set_readahead_kb, sh,
+                    unmount, uring_enabled)
 
 
 def ensure_large(args, work, ds):
@@ -42,6 +45,11 @@ def run_fio(job, file, offset, size, runtime=0, jobs=1):
 
 
 def bench_large(args, work, ds, rows):
+    with uring_enabled() as uring:
+        _bench_large(args, work, ds, rows, uring)
+
+
+def _bench_large(args, work, ds, rows, uring):
     src, pack = ensure_large(args, work, ds)
     shard, offset, size, _crc = out([os.path.join(args.build, "mkpack"), "resolve", pack,
                                      "big.bin"]).split("\t")
@@ -50,12 +58,15 @@ def bench_large(args, work, ds, rows):
     mnts = []
     # name -> (file, offset): every contender reads `size` bytes from `offset` of `file`.
     contenders = {"raw pread": (shard, offset), "loose": (src, 0)}
-    variants = [("packfs", [], None)]
+    dev = ["-o", "noio_uring"]  # through /dev/fuse but the contender named io_uring
+    variants = [("packfs", dev, None)]
+    if uring:  # where a mount takes the ring by default (Linux 6.14+, enable_uring=Y)
+        variants.append(("packfs -o io_uring", ["-o", "io_uring"], None))
     if not args.quick:
         # packfs sets the mount's window to max_read, 1 MiB (fuse/read_ahead.h); 128 KiB is
         # the kernel's own.
-        variants += [("packfs ra=128KiB", [], 128), ("packfs ra=4MiB", [], 4096),
-                     ("packfs --threads 2", ["--threads", "2"], None)]
+        variants += [("packfs ra=128KiB", dev, 128), ("packfs ra=4MiB", dev, 4096),
+                     ("packfs --threads 2", dev + ["--threads", "2"], None)]
     ra_default = None
     for name, extra, ra in variants:
         m = os.path.join(work, "mnt", "large-" + str(len(mnts)))

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fuse/read_ahead.h"
+#include "fuse/uring_transport.h"
 
 namespace packfs {
 namespace {
@@ -259,9 +260,15 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
       }
     } in_flight{stats, start};
     if (off < 0) return (void)fuse_reply_err(req, EINVAL);
-    const size_t zero_copy_min = s.config.zero_copy && size <= s.config.zero_copy_max
-                                     ? s.config.zero_copy_min
-                                     : SIZE_MAX;
+    // Served through the ring, a reply goes into the ring entry's buffer: a window of a shard
+    // file is read straight into it (one copy, the kernel's, as a splice would be), and a
+    // remote shard's lent pieces are copied into it once. Through /dev/fuse, windows up to
+    // zero_copy_max are spliced.
+    const std::span<uint8_t> ring_area = UringTransport::ReplyArea();
+    const bool zero_copy = s.config.zero_copy && (ring_area.empty()
+                                                      ? size <= s.config.zero_copy_max
+                                                      : size <= ring_area.size());
+    const size_t zero_copy_min = zero_copy ? s.config.zero_copy_min : SIZE_MAX;
     // The buffer of copied bytes is the session's (fuse/read_buffers.h); it goes back to the
     // pool after the reply unless the push thread takes it with the followers.
     Pusher::Job job{s.read_buffers->Take(), {}};
@@ -294,6 +301,13 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
     // A file read through requests is not one to push. Counted before the reply, so the
     // reader's next read already sees the count.
     if (s.pusher && !got->zero_copy()) s.pusher->Served(ino, job.dir);
+    if (got->zero_copy() && !ring_area.empty()) {
+      const ReadExtent& w = got->window;
+      Status read = ReadExactly(*w.lease, w.shard_offset, ring_area.first(w.length), "the read");
+      if (!read.ok()) return ReplyStatus(req, "read", ino, read);
+      got->bytes = ring_area.first(w.length);
+      got->window = ReadExtent{};
+    }
     SendReply(req, *got, stats);
     if (!job.followers.empty()) s.pusher->Enqueue(std::move(job));
   });

@@ -32,15 +32,16 @@ struct ServeConfig {
   double entry_timeout = 365.0 * 86400;
   double attr_timeout = 365.0 * 86400;
   double negative_timeout = 365.0 * 86400;
-  // Reply to reads from the shard fd (splice when the kernel allows), or from a remote shard's
-  // cached blocks (one writev).
+  // Reply to reads from the shard fd (splice when the kernel allows; through the ring, read
+  // straight into its buffer), or from a remote shard's cached blocks (one writev).
   bool zero_copy = true;
   bool splice = true;      // ask for FUSE_CAP_SPLICE_WRITE|MOVE
   // Reads smaller than this are copied (pread + write: fewer system calls than a splice
   // through a pipe); larger ones are zero-copy (or lent, from a remote shard).
   size_t zero_copy_min = 128 * 1024;
-  // Reads larger than this are copied too: what libfuse cannot splice it copies through a fresh
-  // allocation per reply (packfs sets it from what a pipe can hold, fuse/read_ahead.h).
+  // Reads through /dev/fuse larger than this are copied too: what libfuse cannot splice it
+  // copies through a fresh allocation per reply (packfs sets it from what a pipe can hold,
+  // fuse/read_ahead.h). Reads through the ring are bounded by its buffer instead.
   size_t zero_copy_max = SIZE_MAX;
   // Answer OPEN and OPENDIR with ENOSYS where the kernel supports it (-o open: answer them).
   bool no_open = true;

@@ -99,8 +99,6 @@ Status ServeMount(const Filesystem& fs, const ServeConfig& config, const Session
     log.Warning("-o io_uring: " + no_uring + "; serving through /dev/fuse");
     if (params.uring_counters) params.uring_counters->failed.store(true);
   }
-  // Replies through the ring are copied into its buffers: no replies from the shard fd.
-  if (uring) state.config.zero_copy = false;
 
   std::vector<std::string> args_s = {"packfs", "-o", params.fuse_options};
   if (params.debug) args_s.push_back("-d");

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,6 +39,7 @@ struct UringCounters {
   std::atomic<uint32_t> registered{0};  // entries the kernel accepted
   std::atomic<bool> failed{false};      // asked for, refused: serving through /dev/fuse
   std::atomic<bool> used{false};        // the ring serves this mount
+  std::atomic<uint64_t> in_place_bytes{0};  // reply bytes read straight into ring buffers
   std::string Json() const;             // "io_uring": {...}
 };
 
@@ -52,6 +54,9 @@ class UringTransport {
   static bool KernelAllows(std::string* why);
   // Number of queues the kernel expects (one per possible CPU).
   static int QueueCount();
+  // The reply buffer of the ring request this thread is serving (empty on any other thread, or
+  // once the reply went): bytes a reply has put there already are committed without a copy.
+  static std::span<uint8_t> ReplyArea();
 
   UringTransport(fuse_session* se, const Logger& log, std::shared_ptr<UringCounters> counters,
                  Options options);
