@@ -260,15 +260,16 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
       }
     } in_flight{stats, start};
     if (off < 0) return (void)fuse_reply_err(req, EINVAL);
-    // Served through the ring, a reply goes into the ring entry's buffer: a window of a shard
-    // file is read straight into it (one copy, the kernel's, as a splice would be), and a
-    // remote shard's lent pieces are copied into it once. Through /dev/fuse, windows up to
-    // zero_copy_max are spliced.
-    const std::span<uint8_t> ring_area = UringTransport::ReplyArea();
-    const bool zero_copy = s.config.zero_copy && (ring_area.empty()
-                                                      ? size <= s.config.zero_copy_max
-                                                      : size <= ring_area.size());
-    const size_t zero_copy_min = zero_copy ? s.config.zero_copy_min : SIZE_MAX;
+    // Served through the ring, a reply is read straight into the ring entry's buffer (one copy,
+    // the kernel's, as a splice would be; from a remote shard's cache, one of ours) but for a
+    // member's first read, which brings its local header along. Through /dev/fuse, windows up
+    // to zero_copy_max are spliced (or pieces a remote shard lends written).
+    const std::span<uint8_t> into = s.config.zero_copy ? UringTransport::ReplyArea()
+                                                       : std::span<uint8_t>();
+    const size_t zero_copy_min = s.config.zero_copy && into.empty() &&
+                                         size <= s.config.zero_copy_max
+                                     ? s.config.zero_copy_min
+                                     : SIZE_MAX;
     // The buffer of copied bytes is the session's (fuse/read_buffers.h); it goes back to the
     // pool after the reply unless the push thread takes it with the followers.
     Pusher::Job job{s.read_buffers->Take(), {}};
@@ -293,21 +294,15 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
             return pusher.Pays();
           },
           [&pusher](uint64_t i) { return pusher.Wanted(i); }, &job.buf, &job.followers,
-          &job.dir);
+          &job.dir, into);
     } else {
-      got = s.fs->ServeRead(ino, static_cast<uint64_t>(off), size, zero_copy_min, &job.buf);
+      got = s.fs->ServeRead(ino, static_cast<uint64_t>(off), size, zero_copy_min, &job.buf,
+                            into);
     }
     if (!got.ok()) return ReplyStatus(req, "read", ino, got.status());
     // A file read through requests is not one to push. Counted before the reply, so the
     // reader's next read already sees the count.
     if (s.pusher && !got->zero_copy()) s.pusher->Served(ino, job.dir);
-    if (got->zero_copy() && !ring_area.empty()) {
-      const ReadExtent& w = got->window;
-      Status read = ReadExactly(*w.lease, w.shard_offset, ring_area.first(w.length), "the read");
-      if (!read.ok()) return ReplyStatus(req, "read", ino, read);
-      got->bytes = ring_area.first(w.length);
-      got->window = ReadExtent{};
-    }
     SendReply(req, *got, stats);
     if (!job.followers.empty()) s.pusher->Enqueue(std::move(job));
   });

@@ -265,18 +265,19 @@ Result<ReadExtent> Filesystem::PrepareRead(uint64_t ino, uint64_t offset, size_t
 }
 
 Result<ReadReply> Filesystem::ServeRead(uint64_t ino, uint64_t offset, size_t size,
-                                        size_t zero_copy_min,
-                                        std::vector<uint8_t>* scratch) const {
+                                        size_t zero_copy_min, std::vector<uint8_t>* scratch,
+                                        std::span<uint8_t> into) const {
   bool looked_up = false;
   PACKFS_ASSIGN_OR_RETURN(Node file, GetFileForRead(ino, &looked_up));
   const SourceNode src = ToSource(file);
   ReadHint(file, src, offset, looked_up);
-  return ServeResolved(file, src, offset, size, zero_copy_min, scratch);
+  return ServeResolved(file, src, offset, size, zero_copy_min, scratch, into);
 }
 
 Result<ReadReply> Filesystem::ServeResolved(const Node& file, const SourceNode& src,
                                             uint64_t offset, size_t size, size_t zero_copy_min,
-                                            std::vector<uint8_t>* scratch) const {
+                                            std::vector<uint8_t>* scratch,
+                                            std::span<uint8_t> into) const {
   ReadReply reply;
   if (offset >= file.size || size == 0) return reply;
   ShardLease open;
@@ -294,7 +295,8 @@ Result<ReadReply> Filesystem::ServeResolved(const Node& file, const SourceNode& 
                             LendChecked(file, src, offset, size, &open, &reply.pieces));
     if (lent) return reply;
   }
-  PACKFS_ASSIGN_OR_RETURN(reply.bytes, CopyChecked(file, src, offset, size, scratch, &open));
+  PACKFS_ASSIGN_OR_RETURN(reply.bytes,
+                          CopyChecked(file, src, offset, size, scratch, &open, into));
   return reply;
 }
 
@@ -352,10 +354,11 @@ Result<std::span<const uint8_t>> Filesystem::ReadCopy(uint64_t ino, uint64_t off
 Result<std::span<const uint8_t>> Filesystem::CopyChecked(const Node& file, const SourceNode& src,
                                                          uint64_t offset, size_t size,
                                                          std::vector<uint8_t>* scratch,
-                                                         const ShardLease* open) const {
+                                                         const ShardLease* open,
+                                                         std::span<uint8_t> into) const {
   PACKFS_RETURN_IF_ERROR(CrcNotBad(file, src));
   Result<std::span<const uint8_t>> got =
-      src.set->ReadCopy(src.node, offset, size, scratch, open);
+      src.set->ReadCopy(src.node, offset, size, scratch, open, into);
   if (!got.ok()) {
     return got.status().WithPrefix(Reading(file, src));
   }
@@ -421,7 +424,8 @@ uint64_t Filesystem::max_ino() const {
 Result<ReadReply> Filesystem::ReadThrough(
     uint64_t ino, uint64_t offset, size_t size, uint64_t window, size_t zero_copy_min,
     const std::function<bool(uint64_t dir)>& in_dir, const std::function<bool(uint64_t)>& want,
-    std::vector<uint8_t>* scratch, std::vector<Follower>* followers, uint64_t* dir) const {
+    std::vector<uint8_t>* scratch, std::vector<Follower>* followers, uint64_t* dir,
+    std::span<uint8_t> into) const {
   followers->clear();
   bool looked_up = false;
   PACKFS_ASSIGN_OR_RETURN(Node file, GetFileForRead(ino, &looked_up));
@@ -430,7 +434,7 @@ Result<ReadReply> Filesystem::ReadThrough(
   SourceNode src = ToSource(file);
   ReadHint(file, src, offset, looked_up);
   auto copy = [&]() {
-    return ServeResolved(file, src, offset, size, zero_copy_min, scratch);
+    return ServeResolved(file, src, offset, size, zero_copy_min, scratch, into);
   };
   // Shards on a network file system: the reply would wait for the followers' fetch, a round trip
   // and up to `window` bytes over the network, to save READs that cost a local round trip (sshfs

@@ -171,9 +171,12 @@ class Filesystem {
   // One READ of file `ino` with its node resolved once (what the mount calls): a read of at
   // least `zero_copy_min` bytes whose member was checked before, in a shard with a file
   // descriptor, gets a window (PrepareRead); any other read gets its bytes copied (ReadCopy), a
-  // shard opened for the window reused.
+  // shard opened for the window reused. `into`: where copied bytes should land when they can
+  // (a FUSE io_uring entry's reply buffer): they are read there, not into `scratch`, unless the
+  // read needs the member's local header with it (a member's first read, near its start).
   Result<ReadReply> ServeRead(uint64_t ino, uint64_t offset, size_t size, size_t zero_copy_min,
-                              std::vector<uint8_t>* scratch) const;
+                              std::vector<uint8_t>* scratch,
+                              std::span<uint8_t> into = {}) const;
 
   // A read that reaches the end of file `ino`, together with whole files that follow it in its
   // shard: its next siblings (same directory, same shard, in offset order, no gap over 64 KiB)
@@ -181,7 +184,8 @@ class Filesystem {
   // pread. `followers` gets each one's inode and bytes (checked: local header and CRC-32).
   // A read that does not qualify (does not reach the end, starts more than `window` before it,
   // or the file is not a member of a zip/tar shard on a local file system) is served like
-  // ServeRead with `zero_copy_min`, without followers. `want` is called for candidate inodes in
+  // ServeRead with `zero_copy_min` and `into`, without followers. `want` is called for candidate
+  // inodes in
   // increasing order, before any catalog query, so that a read whose neighbours are all
   // unwanted costs nothing more than ReadCopy.
   struct Follower {
@@ -193,7 +197,8 @@ class Filesystem {
   Result<ReadReply> ReadThrough(
       uint64_t ino, uint64_t offset, size_t size, uint64_t window, size_t zero_copy_min,
       const std::function<bool(uint64_t dir)>& in_dir, const std::function<bool(uint64_t)>& want,
-      std::vector<uint8_t>* scratch, std::vector<Follower>* followers, uint64_t* dir) const;
+      std::vector<uint8_t>* scratch, std::vector<Follower>* followers, uint64_t* dir,
+      std::span<uint8_t> into = {}) const;
   // Entries of directory `dir` (0 when it is not one).
   uint64_t ChildCount(uint64_t dir) const;
   // Directory `dir` is being read through (most of its files will be read): its files' extents
@@ -267,11 +272,13 @@ class Filesystem {
                                      size_t size) const;
   Result<ReadReply> ServeResolved(const Node& file, const SourceNode& src, uint64_t offset,
                                   size_t size, size_t zero_copy_min,
-                                  std::vector<uint8_t>* scratch) const;
+                                  std::vector<uint8_t>* scratch,
+                                  std::span<uint8_t> into = {}) const;
   Result<std::span<const uint8_t>> CopyChecked(const Node& file, const SourceNode& src,
                                                uint64_t offset, size_t size,
                                                std::vector<uint8_t>* scratch,
-                                               const ShardLease* open = nullptr) const;
+                                               const ShardLease* open = nullptr,
+                                               std::span<uint8_t> into = {}) const;
   // Fails when the member was found damaged before.
   Status CrcNotBad(const Node& file, const SourceNode& src) const;
   // ServeResolved's read of bytes a shard lends (PackSet::Lend) into `out`: false when it lends

@@ -473,7 +473,8 @@ Status PackSet::CheckMemberAgainst(const Node& file, const ShardSource& shard) c
 
 Result<std::span<const uint8_t>> PackSet::ReadCopy(const Node& file, uint64_t offset, size_t size,
                                                    std::vector<uint8_t>* scratch,
-                                                   const ShardLease* open) const {
+                                                   const ShardLease* open,
+                                                   std::span<uint8_t> into) const {
   if (file.is_dir()) return Status::InvalidArgument("cannot read a directory");
   if (offset >= file.size || size == 0) return std::span<const uint8_t>();
   const size_t n = static_cast<size_t>(std::min<uint64_t>(size, file.size - offset));
@@ -493,7 +494,7 @@ Result<std::span<const uint8_t>> PackSet::ReadCopy(const Node& file, uint64_t of
   const bool checked = raw_members_ || impl_->Checked(file.id);
   if (checked || file.local_header_offset > at || at - file.local_header_offset > kHeadedReadGap) {
     if (!checked) PACKFS_RETURN_IF_ERROR(CheckMemberAgainst(file, *src));
-    const std::span<uint8_t> buf = PageMatched(scratch, at, n);
+    const std::span<uint8_t> buf = into.size() >= n ? into.first(n) : PageMatched(scratch, at, n);
     PACKFS_ASSIGN_OR_RETURN(size_t got,
                             src->ReadMemberAt(file.local_header_offset, member_end, at, buf));
     if (got != n) return short_read();

@@ -123,10 +123,12 @@ class PackSet {
   // size, read into `scratch` (grown as needed, reusable across calls); returns where in it they
   // are. A member's first read that starts within kHeadedReadGap of its local header fetches the
   // header and the data with one pread and checks the header from those bytes. `open`: the
-  // file's shard, when the caller has it open already (else it is opened here).
+  // file's shard, when the caller has it open already (else it is opened here). `into`: where
+  // to read them instead of `scratch` when it holds them and no header is read with them.
   Result<std::span<const uint8_t>> ReadCopy(const Node& file, uint64_t offset, size_t size,
                                             std::vector<uint8_t>* scratch,
-                                            const ShardLease* open = nullptr) const;
+                                            const ShardLease* open = nullptr,
+                                            std::span<uint8_t> into = {}) const;
   static constexpr uint64_t kHeadedReadGap = 64 * 1024;
   // ReadCopy without the copy, where the shard holds its bytes in memory anyway (a remote shard
   // read through its cache: ShardSource::LendMemberAt): appends extents covering file bytes

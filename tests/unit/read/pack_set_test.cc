@@ -651,6 +651,34 @@ TEST_F(StaleTest, CopiedBytesKeepTheirOffsetWithinAPage) {
   EXPECT_EQ(page_offset(through->data()), ((*img)->data_offset + 60000) % 4096);
 }
 
+// Given a buffer to read into (a FUSE io_uring entry's), ReadCopy puts the bytes there, not in
+// the scratch buffer, unless the read brings the member's local header along (a first read
+// near its start) or the buffer is too small.
+TEST_F(StaleTest, CopiedBytesLandInTheCallersBufferWhenTheyCan) {
+  const std::string want = testing::RandomBytes(100000, 4);
+  std::vector<uint8_t> area(size_t{1} << 20);
+  auto in_area = [&](std::span<const uint8_t> got) { return got.data() == area.data(); };
+  for (uint64_t first : {uint64_t{0}, uint64_t{90000}}) {  // near the start, far into it
+    auto ps = OpenOk(dir_, Use::kRequire);
+    ASSERT_TRUE(ps);
+    auto clip = ps->catalog().Find("audio/clip 01.flac");
+    ASSERT_TRUE(clip.ok() && clip->has_value());
+    std::vector<uint8_t> scratch;
+    auto got = ps->ReadCopy(**clip, first, 5000, &scratch, nullptr, area);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(std::string(got->begin(), got->end()), want.substr(first, 5000));
+    EXPECT_EQ(in_area(*got), first != 0) << first;  // with its header: in scratch
+    got = ps->ReadCopy(**clip, 3, 9000, &scratch, nullptr, area);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(std::string(got->begin(), got->end()), want.substr(3, 9000));
+    EXPECT_TRUE(in_area(*got));
+    got = ps->ReadCopy(**clip, 3, 9000, &scratch, nullptr, std::span(area).first(8999));
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(std::string(got->begin(), got->end()), want.substr(3, 9000));
+    EXPECT_FALSE(in_area(*got));
+  }
+}
+
 TEST(PackSetTest, RefreshReusesUnchangedShardsAndDropsRemovedOnes) {
   testing::TempDir tmp;
   std::string dir = tmp / "media";
