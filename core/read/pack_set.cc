@@ -405,6 +405,12 @@ std::span<uint8_t> PageMatched(std::vector<uint8_t>* scratch, uint64_t from, siz
   return std::span<uint8_t>(scratch->data() + pad, n);
 }
 
+// Whether the kernel's copy from shard offset `from` to `to` avoids that slow case.
+bool FastCopy(uint64_t from, const void* to) {
+  const auto past = static_cast<size_t>((reinterpret_cast<uintptr_t>(to) - from) & 4095);
+  return past == 0 || past > 32;
+}
+
 }  // namespace
 
 Result<std::span<const uint8_t>> PackSet::ReadThrough(
@@ -494,7 +500,8 @@ Result<std::span<const uint8_t>> PackSet::ReadCopy(const Node& file, uint64_t of
   const bool checked = raw_members_ || impl_->Checked(file.id);
   if (checked || file.local_header_offset > at || at - file.local_header_offset > kHeadedReadGap) {
     if (!checked) PACKFS_RETURN_IF_ERROR(CheckMemberAgainst(file, *src));
-    const std::span<uint8_t> buf = into.size() >= n ? into.first(n) : PageMatched(scratch, at, n);
+    const std::span<uint8_t> buf =
+        into.size() >= n && FastCopy(at, into.data()) ? into.first(n) : PageMatched(scratch, at, n);
     PACKFS_ASSIGN_OR_RETURN(size_t got,
                             src->ReadMemberAt(file.local_header_offset, member_end, at, buf));
     if (got != n) return short_read();

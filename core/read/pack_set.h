@@ -124,7 +124,8 @@ class PackSet {
   // are. A member's first read that starts within kHeadedReadGap of its local header fetches the
   // header and the data with one pread and checks the header from those bytes. `open`: the
   // file's shard, when the caller has it open already (else it is opened here). `into`: where
-  // to read them instead of `scratch` when it holds them and no header is read with them.
+  // to read them instead of `scratch` when it holds them, no header is read with them and the
+  // kernel's copy there is not the slow case (see PageMatched in pack_set.cc).
   Result<std::span<const uint8_t>> ReadCopy(const Node& file, uint64_t offset, size_t size,
                                             std::vector<uint8_t>* scratch,
                                             const ShardLease* open = nullptr,
