@@ -391,7 +391,7 @@ int RunMount(const Plan& plan, int ready_fd) {
   // where a pipe cannot hold a 1 MiB reply (without CAP_SYS_RESOURCE, as in most containers)
   // READs default to what one can, so that a checked member's large reads are spliced (one copy)
   // rather than copied twice (fuse/read_ahead.h). Requests served through the ring are not
-  // spliced: their windows are read straight into the ring's buffer, whatever their size.
+  // spliced: their bytes are read straight into the ring's buffer, whatever their size.
   std::string no_ring;
   const bool ring = plan.mount.io_uring.value_or(true) && UringTransport::KernelAllows(&no_ring);
   config.zero_copy_max = 0;

@@ -185,9 +185,8 @@ class Filesystem {
   // A read that does not qualify (does not reach the end, starts more than `window` before it,
   // or the file is not a member of a zip/tar shard on a local file system) is served like
   // ServeRead with `zero_copy_min` and `into`, without followers. `want` is called for candidate
-  // inodes in
-  // increasing order, before any catalog query, so that a read whose neighbours are all
-  // unwanted costs nothing more than ReadCopy.
+  // inodes in increasing order, before any catalog query, so that a read whose neighbours are
+  // all unwanted costs nothing more than ReadCopy.
   struct Follower {
     uint64_t ino = 0;
     std::span<const uint8_t> data;
