@@ -1,7 +1,7 @@
 // FUSE over io_uring through real mounts: every byte read through the ring is the source's
 // (random preads from 8 threads, whole files, mmap, past EOF), the stats attribute shows the
-// requests went through the ring and a checked member's large reads were read straight into its
-// buffers, a kernel that says no to -o io_uring leaves a working /dev/fuse
+// requests went through the ring and reads of a member whose header was checked were read
+// straight into its buffers, a kernel that says no to -o io_uring leaves a working /dev/fuse
 // mount with a warning (and, without the option, no warning), mounts take the ring by default
 // where the kernel allows it and not with -o noio_uring, and SIGTERM or a lazy unmount with
 // readers running ends the daemon.
@@ -172,8 +172,8 @@ TEST_F(FuseUringTest, ServesEveryReadThroughTheRing) {
   EXPECT_EQ(stats["errors"].get<uint64_t>(), 0u);
   EXPECT_TRUE(stats["io_uring"]["bound"].get<bool>()) << stats.dump();
 
-  // With its CRC-32 judged, the big file's large READs are read straight into the ring's
-  // buffers (no copy of ours): read it again from the shard, its page cache dropped.
+  // Its local header checked by the first read, the big file's READs are read straight into
+  // the ring's buffers (no copy of ours): read it again from the shard, its page cache dropped.
   const uint64_t in_place = stats["io_uring"]["in_place_bytes"].get<uint64_t>();
   fd = ::open((tmp_ / "mnt/big.bin").c_str(), O_RDONLY);
   ASSERT_GE(fd, 0);
