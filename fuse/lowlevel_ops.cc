@@ -262,8 +262,8 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
     if (off < 0) return (void)fuse_reply_err(req, EINVAL);
     // Served through the ring, a reply is read straight into the ring entry's buffer (no copy of
     // ours; from a remote shard's cache, one) but for a member's first read, which brings its
-    // local header along. Through /dev/fuse, windows up
-    // to zero_copy_max are spliced (or pieces a remote shard lends written).
+    // local header along. Through /dev/fuse, windows up to zero_copy_max are spliced (or pieces
+    // a remote shard lends written).
     const std::span<uint8_t> into = s.config.zero_copy ? UringTransport::ReplyArea()
                                                        : std::span<uint8_t>();
     const size_t zero_copy_min = s.config.zero_copy && into.empty() &&
