@@ -874,13 +874,16 @@ def write(json_path):
     if lr:
         L += ["## LeRobot episodes", "",
               "| cache | original episode files, loose (MB/s) | virtual episodes, packfs (MB/s) "
-              "| packfs / loose |", "|---|---|---|---|"]
+              "| packfs / loose | packfs `-o read_ahead=1M` (MB/s) | that / loose |",
+              "|---|---|---|---|---|---|"]
         rd = group(lr, "lerobot", "cache", "contender", field="MBps")
         for cache in ("cold", "warm"):
             lo = med(rd.get((cache, "original episode files (loose)"), []))
             pf = med(rd.get((cache, "virtual episodes (packfs)"), []))
+            ra = med(rd.get((cache, "virtual episodes (packfs -o read_ahead=1M)"), []))
             if lo and pf:
-                L.append(f"| {cache} | {lo:.1f} | {pf:.1f} | {pf / lo:.2f}× |")
+                more = f"{ra:.1f} | {ra / lo:.2f}×" if ra else "— | —"
+                L.append(f"| {cache} | {lo:.1f} | {pf:.1f} | {pf / lo:.2f}× | {more} |")
         op = sorted(r["seconds"] for r in lr if r.get("what") == "open")
         if op:
             L.append(f"\nOpen + first 4 KiB of an episode after its source file was first "

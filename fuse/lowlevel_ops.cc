@@ -104,6 +104,8 @@ void OpInit(void* userdata, fuse_conn_info* conn) {
   if (conn->max_write < s.config.max_read) conn->max_write = s.config.max_read;
   conn->max_read = s.config.max_read;
   if (conn->max_background < 64) conn->max_background = 64;
+  // The kernel offers its default (128 KiB); a smaller read-ahead needs no root this way.
+  if (s.config.read_ahead < conn->max_readahead) conn->max_readahead = s.config.read_ahead;
   s.no_open_supported.store((conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) != 0);
   s.no_opendir_supported.store((conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) != 0);
   try {
@@ -114,13 +116,13 @@ void OpInit(void* userdata, fuse_conn_info* conn) {
 }
 
 // Once INIT is through, which sets the mount's read-ahead (at most 128 KiB), the first request
-// raises it to max_read (fuse/read_ahead.h). Without root it stays.
+// raises it to config.read_ahead (fuse/read_ahead.h). Without root it stays.
 void RaiseReadAheadOnce(SessionState& s) {
   if (!s.read_ahead_pending.load(std::memory_order_relaxed) ||
       !s.read_ahead_pending.exchange(false)) {
     return;
   }
-  Result<uint32_t> r = RaiseReadAhead(s.mountpoint, s.config.max_read >> 10);
+  Result<uint32_t> r = RaiseReadAhead(s.mountpoint, s.config.read_ahead >> 10);
   if (!r.ok() && ::geteuid() == 0) {
     s.log->Info("read-ahead left as it was: " + r.status().message());
   }

@@ -400,6 +400,8 @@ int RunMount(const Plan& plan, int ready_fd) {
     if (!plan.mount.max_read) config.max_read = SplicedMaxRead(config.max_read, fits);
     config.zero_copy_max = std::min<size_t>(fits, config.max_read);
   }
+  config.read_ahead =
+      plan.mount.read_ahead.value_or(std::min<uint32_t>(config.read_ahead, config.max_read));
   SessionParams params;
   params.mountpoint = plan.mountpoint;
   params.fuse_options = FuseOptionString(plan.mount, plan.sources.front().location,
@@ -499,8 +501,8 @@ int main(int argc, char** argv) {
                "foreground, trace every FUSE request, print the stats at unmount");
   app.add_option("-o", cli.o,
                  "mount options: allow_other, uid=N, gid=N, umask=OCTAL, max_read=N, "
-                 "catalog=PATH|none, threads=N, on_collision=first|last, log=FILE, nonempty, "
-                 "nocrc, push=SIZE, nopush, nostream, nozerocopy, open, io_uring, noio_uring, ...")
+                 "read_ahead=SIZE, catalog=PATH|none, threads=N, on_collision=first|last, "
+                 "log=FILE, nonempty, nocrc, push=SIZE, nopush, nostream, nozerocopy, open, io_uring, noio_uring, ...")
       ->allow_extra_args(false);
   app.add_option("--threads", cli.threads, "FUSE worker threads (default 8)")
       ->check(CLI::Range(1, 1024));

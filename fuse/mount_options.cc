@@ -87,6 +87,11 @@ Status ParseMountOptions(std::string_view list, MountOptions* out) {
       if (!v.ok()) return v.status().WithPrefix("-o push");
       if (*v > (64u << 20)) return Status::InvalidArgument("-o push: at most 64M");
       out->push_window = *v;
+    } else if (name == "read_ahead") {
+      Result<uint64_t> v = ParseByteSize(value);
+      if (!v.ok()) return v.status().WithPrefix("-o read_ahead");
+      if (*v > (64u << 20)) return Status::InvalidArgument("-o read_ahead: at most 64M");
+      out->read_ahead = static_cast<uint32_t>(*v);
     } else if (opt == "nopush") {
       out->push_window = 0;
     } else if (opt == "nocrc") {

@@ -1,8 +1,8 @@
 // Mount options: splits `-o a,b=c` lists into what packfs handles itself (uid=, gid=, umask=,
-// catalog=, on_collision=, threads=, log=, nozerocopy, nosplice, noprefetch, push=, nopush,
-// nostream, nocrc, nonempty, open, io_uring, noio_uring) and what goes to libfuse and the kernel
-// (allow_other, max_read=, ...), dropping what only mount(8) and fstab use (defaults, noauto,
-// nofail, _netdev, user, x-*, ...). Pure functions; thread-compatible.
+// catalog=, on_collision=, threads=, log=, read_ahead=, nozerocopy, nosplice, noprefetch, push=,
+// nopush, nostream, nocrc, nonempty, open, io_uring, noio_uring) and what goes to libfuse and the
+// kernel (allow_other, max_read=, ...), dropping what only mount(8) and fstab use (defaults,
+// noauto, nofail, _netdev, user, x-*, ...). Pure functions; thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +24,7 @@ struct MountOptions {
   std::optional<std::string> log;           // -o log=FILE
   std::optional<int> threads;
   std::optional<uint32_t> max_read;         // -o max_read=N (libfuse needs it in INIT too)
+  std::optional<uint32_t> read_ahead;       // -o read_ahead=SIZE (bytes)
   bool zero_copy = true;
   bool splice = true;
   bool no_open = true;

@@ -116,11 +116,11 @@ Status ServeMount(const Filesystem& fs, const ServeConfig& config, const Session
                                    params.fuse_options + "'");
   }
   state.se = se.get();
-  // The kernel's read-ahead for the mount goes up to max_read once INIT is through.
+  // The kernel's read-ahead for the mount goes up to config.read_ahead once INIT is through.
   if (char* real = ::realpath(params.mountpoint.c_str(), nullptr)) {
     state.mountpoint = real;
     std::free(real);
-    state.read_ahead_pending.store(config.max_read > (128u << 10));
+    state.read_ahead_pending.store(config.read_ahead > (128u << 10));
   }
   if (config.push_window > 0) {
     // Queue bound: enough for every worker's read to be waiting at once, 8 MiB at least.

@@ -11,7 +11,6 @@
 #include <regex>
 
 #include "fuse/read_ahead.h"
-#include "fuse/uring_transport.h"
 #include "tests/support/mount_util.h"
 #include "tests/support/test_util.h"
 
@@ -354,44 +353,67 @@ TEST(CatalogModeTest, CatalogFileAndNoneServeTheSameTree) {
   }
 }
 
-// The mount's kernel read-ahead goes up to max_read (fuse/read_ahead.h): a sequential reader of
-// an 8 MiB file is served in READs of about 1 MiB, not 128 KiB ones (as root; sysfs needs it).
-TEST(ReadAheadTest, ASequentialReaderIsServedMaxReadAtATime) {
-  if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse here";
-  testing::TempDir tmp;
-  const std::string big = testing::RandomBytes(8 << 20, 3);
-  testing::WriteFile(tmp / "tree/big.bin", big);
-  testing::MakePythonPack(tmp / "tree", tmp / "media", 1);
-  ASSERT_EQ(::mkdir((tmp / "mnt").c_str(), 0755), 0);
-  testing::Mount m({tmp / "media"}, tmp / "mnt");
-  ASSERT_TRUE(m.ok()) << m.result().err;
-  struct stat st;
-  ASSERT_EQ(::stat((tmp / "mnt/big.bin").c_str(), &st), 0);
-  Result<std::string> dev = MountDevice(m.path());
-  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
-  const std::string ra = "/sys/class/bdi/" + *dev + "/read_ahead_kb";
+// The mount's kernel read-ahead (fuse/read_ahead.h): 512 KiB by default, so a sequential
+// reader of an 8 MiB file is served in READs of about 512 KiB, not 128 KiB ones (raised as root:
+// sysfs needs it); -o read_ahead=SIZE sets it, to less than 128 KiB without root too.
+class ReadAheadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse here";
+    testing::WriteFile(tmp_ / "tree/big.bin", big_);
+    testing::MakePythonPack(tmp_ / "tree", tmp_ / "media", 1);
+    ASSERT_EQ(::mkdir((tmp_ / "mnt").c_str(), 0755), 0);
+  }
+  // The mount's read_ahead_kb once it has answered a request, and the READs that reading big.bin
+  // through it took (its bytes checked).
+  void MountAndRead(const std::vector<std::string>& args, std::string* ra_kb,
+                    unsigned long* reads) {
+    testing::Mount m({tmp_ / "media"}, tmp_ / "mnt", args);
+    ASSERT_TRUE(m.ok()) << m.result().err;
+    struct stat st;
+    ASSERT_EQ(::stat((tmp_ / "mnt/big.bin").c_str(), &st), 0);
+    Result<std::string> dev = MountDevice(m.path());
+    ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+    *ra_kb = testing::ReadFile("/sys/class/bdi/" + *dev + "/read_ahead_kb");
+    const auto count = [&] {
+      char buf[8192];
+      ssize_t n = ::getxattr(m.path().c_str(), "user.packfs.stats", buf, sizeof buf - 1);
+      std::smatch match;
+      std::string stats(buf, n > 0 ? static_cast<size_t>(n) : 0);
+      return std::regex_search(stats, match, std::regex("\"read\": ([0-9]+)"))
+                 ? std::stoul(match[1]) : 0ul;
+    };
+    const unsigned long before = count();
+    EXPECT_EQ(testing::ReadFile(tmp_ / "mnt/big.bin"), big_);
+    *reads = count() - before;
+  }
+  testing::TempDir tmp_;
+  const std::string big_ = testing::RandomBytes(8 << 20, 3);
+};
+
+TEST_F(ReadAheadTest, ASequentialReaderIsServedHalfAMebibyteAtATime) {
   if (::geteuid() != 0) GTEST_SKIP() << "the read-ahead is raised as root only";
-  // 1 MiB, or 1008 KiB where a pipe cannot hold a 1 MiB reply and the mount splices
-  // (SplicedMaxRead).
-  std::string no_ring;
-  const unsigned max_read =
-      UringTransport::KernelAllows(&no_ring)
-          ? 1u << 20
-          : SplicedMaxRead(1u << 20, LargestSplicedRead(1u << 20));
-  EXPECT_EQ(testing::ReadFile(ra), std::to_string(max_read >> 10) + "\n");
-  const auto reads = [&] {
-    char buf[8192];
-    ssize_t n = ::getxattr(m.path().c_str(), "user.packfs.stats", buf, sizeof buf - 1);
-    std::smatch match;
-    std::string stats(buf, n > 0 ? static_cast<size_t>(n) : 0);
-    return std::regex_search(stats, match, std::regex("\"read\": ([0-9]+)"))
-               ? std::stoul(match[1]) : 0ul;
-  };
-  const unsigned long before = reads();
-  EXPECT_EQ(testing::ReadFile(tmp / "mnt/big.bin"), big);
-  // 8 or 9 READs of 1 MiB or 1008 KiB, and a few more where the kernel's window starts small; 64
-  // at 128 KiB.
-  EXPECT_LE(reads() - before, 16u);
+  std::string ra;
+  unsigned long reads = 0;
+  ASSERT_NO_FATAL_FAILURE(MountAndRead({}, &ra, &reads));
+  EXPECT_EQ(ra, "512\n");
+  // 16 or 17 READs of 512 KiB, and a few more where the kernel's window starts small; 64 at
+  // 128 KiB.
+  EXPECT_GE(reads, 16u);
+  EXPECT_LE(reads, 24u);
+}
+
+TEST_F(ReadAheadTest, TheOptionSetsItLargerAsRootAndSmallerAlways) {
+  std::string ra;
+  unsigned long reads = 0;
+  ASSERT_NO_FATAL_FAILURE(MountAndRead({"-o", "read_ahead=64K"}, &ra, &reads));
+  EXPECT_EQ(ra, "64\n");
+  EXPECT_GE(reads, 128u);  // 8 MiB in READs of at most 64 KiB
+  if (::geteuid() != 0) GTEST_SKIP() << "the read-ahead is raised as root only";
+  ASSERT_NO_FATAL_FAILURE(MountAndRead({"-o", "read_ahead=2M"}, &ra, &reads));
+  EXPECT_EQ(ra, "2048\n");
+  // READs of max_read (1 MiB, or 1008 KiB where a pipe holds no more), two at a time.
+  EXPECT_LE(reads, 16u);
 }
 
 }  // namespace

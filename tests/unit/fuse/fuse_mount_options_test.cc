@@ -24,13 +24,14 @@ TEST(MountOptionsTest, KeepsItsOwnPassesTheRestAndDropsMountsOnly) {
   MountOptions o;
   ASSERT_TRUE(
       ParseMountOptions("uid=7,umask=022,threads=4,push=256K,defaults,noauto,x-systemd.x,"
-                        "allow_other,nocrc,open",
+                        "allow_other,nocrc,open,read_ahead=2M",
                         &o)
           .ok());
   EXPECT_EQ(o.uid, std::optional<uint32_t>(7));
   EXPECT_EQ(o.umask, std::optional<uint32_t>(022));
   EXPECT_EQ(o.threads, std::optional<int>(4));
   EXPECT_EQ(o.push_window, std::optional<uint64_t>(256u << 10));
+  EXPECT_EQ(o.read_ahead, std::optional<uint32_t>(2u << 20));
   EXPECT_FALSE(o.crc);
   EXPECT_FALSE(o.no_open);
   EXPECT_EQ(o.fuse_options, std::vector<std::string>{"allow_other"});
@@ -47,6 +48,10 @@ TEST(MountOptionsTest, RefusesMalformedValuesNamingThem) {
   EXPECT_FALSE(ParseMountOptions("threads=0", &o).ok());
   EXPECT_FALSE(ParseMountOptions("max_read=100", &o).ok());
   EXPECT_FALSE(ParseMountOptions("push=65M", &o).ok());
+  EXPECT_FALSE(ParseMountOptions("read_ahead=65M", &o).ok());
+  s = ParseMountOptions("read_ahead=lots", &o);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("-o read_ahead"), std::string::npos) << s.message();
 }
 
 }  // namespace
