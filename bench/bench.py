@@ -3,8 +3,10 @@
 
 Benchmarks (--only NAME, repeatable): epoch (every file of a 30,000-file set once in random
 order, cold), small (small-file random reads of a tenth of the set), large (fio through the
-mount vs raw), mount (mount start and RSS vs member count), pack (writing and checking), video
-(ffprobe / ffmpeg through the mount), lerobot (per-episode MP4s of a
+mount vs raw), midsize (files of 1-8 MiB read whole in random order, cold, 32 KiB and 1 MiB
+reads: loose vs raw pread vs packfs and its read-ahead and CRC settings), mount (mount start
+and RSS vs member count), pack (writing and checking), video (ffprobe / ffmpeg through the
+mount), lerobot (per-episode MP4s of a
 LeRobot v3 dataset: read speed vs the episodes' own files, open latency, mount start), remote
 (an http:// pack set behind a loopback proxy adding 20 ms a request: packfs vs raw ranged GETs
 and curl, its disk cache vs a local mount, its memory), scale (mounting a remote set of 10 and
@@ -32,6 +34,7 @@ from common import ROOT, Broken, Dataset, can_drop_caches, machine_info, uring_s
 from bench_epoch import bench_epoch
 from bench_large import bench_large
 from bench_lerobot import bench_lerobot
+from bench_midsize import bench_midsize
 from bench_mount import bench_mount
 from bench_pack import bench_pack
 from bench_remote import bench_remote
@@ -42,10 +45,11 @@ from bench_video import bench_video
 import report
 
 BENCHES = {"pack": bench_pack, "small": bench_small, "epoch": bench_epoch, "large": bench_large,
-           "mount": bench_mount, "video": bench_video, "lerobot": bench_lerobot,
-           "remote": bench_remote, "scale": bench_scale, "shared": bench_shared}
-ORDER = ["epoch", "small", "large", "mount", "pack", "video", "lerobot", "remote", "scale",
-         "shared"]
+           "midsize": bench_midsize, "mount": bench_mount, "video": bench_video,
+           "lerobot": bench_lerobot, "remote": bench_remote, "scale": bench_scale,
+           "shared": bench_shared}
+ORDER = ["epoch", "small", "large", "midsize", "mount", "pack", "video", "lerobot", "remote",
+         "scale", "shared"]
 
 
 def parse_args():
@@ -92,6 +96,8 @@ def parse_args():
                     "directories of 1000)")
     ap.add_argument("--large-mib", type=int, default=1024, help="size of the large member")
     ap.add_argument("--fio-runtime", type=int, default=3, help="seconds per random-read job")
+    ap.add_argument("--mid-files", type=int, default=150,
+                    help="midsize: files of 1-8 MiB (quick: 256 KiB-1 MiB)")
     ap.add_argument("--video-s", type=int, default=30, help="length of the test clip")
     ap.add_argument("--remote-files", type=int, default=2000,
                     help="remote: small files of 64-256 KiB served over http")
@@ -153,6 +159,7 @@ def parse_args():
         args.members = [m for m in args.members if m <= 10000] or [10000]
         args.large_mib = min(args.large_mib, 64)
         args.fio_runtime = 1
+        args.mid_files = min(args.mid_files, 6)
         args.video_s = min(args.video_s, 2)
         args.remote_files = min(args.remote_files, 150)
         args.remote_large_mib = min(args.remote_large_mib, 16)

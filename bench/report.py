@@ -419,6 +419,31 @@ def chart(path_png, title, ylabel, cols, data, logy=False, xlabel=None, lines=Fa
     return os.path.basename(path_png)
 
 
+def midsize_section(rows, L):
+    """Mid-size files read whole, cold: MB/s per contender and read size, × loose and × raw."""
+    g = group(rows, "midsize", "contender", "block", field="MBps")
+    if not g:
+        return
+    blocks = sorted({k[1] for k in g})
+    names = list(dict.fromkeys(k[0] for k in g))
+    n = max(len(v) for v in g.values())
+    L += ["## Mid-size files", "",
+          "Files of 1–8 MiB (a quick run: 256 KiB–1 MiB) read whole, one at a time, in random "
+          f"order, cold; every packfs pass a fresh mount (each member's first read). MB/s, median "
+          f"of {n} (spread); × loose and × raw pread of the same bytes in the shard.", "",
+          "| contender | " + " | ".join(f"{b >> 10} KiB reads | × loose | × raw" for b in blocks)
+          + " |", "|---|" + "---|---|---|" * len(blocks)]
+    for c in names:
+        cells = []
+        for b in blocks:
+            xs = g.get((c, b), [])
+            m, lo, raw = med(xs), med(g.get(("loose", b), [])), med(g.get(("raw pread", b), []))
+            cells += [f"{m:.0f} ({min(xs):.0f}–{max(xs):.0f})" if m else "—",
+                      fmt_ratio(m, lo), fmt_ratio(m, raw)]
+        L.append(f"| {c} | " + " | ".join(cells) + " |")
+    L.append("")
+
+
 def remote_section(rows, L):
     g = remote_figures(rows)
     if not g:
@@ -870,6 +895,7 @@ def write(json_path):
             lo, pf = med(video[(tool, cache, "loose")]), med(video.get((tool, cache, "packfs"), []))
             L.append(f"| {tool} | {cache} | {lo:.3f} | {pf:.3f} | {fmt_ratio(pf, lo)} |")
         L.append("")
+    midsize_section(rows, L)
     lr = [r for r in rows if r["bench"] == "lerobot"]
     if lr:
         L += ["## LeRobot episodes", "",

@@ -1,0 +1,119 @@
+"""Mid-size files (clips, audio, large images: 1-8 MiB each) read whole, one at a time, in random
+order, cold: the loose files vs raw pread of the same bytes in the shard vs packfs, each with
+32 KiB reads (ffmpeg's own read size: the kernel's read-ahead decides the speed) and 1 MiB reads.
+packfs is also measured with `-o nocrc` (a member's first reads are copied to check its CRC-32;
+without the check they are spliced), with `-o read_ahead=1M` (its default before 2026-12-05:
+512 KiB) and with the shard already in the page cache (the mount's own limit for the pattern).
+Every packfs pass is a fresh mount, so every member is read for the first time, as in an epoch.
+Rounds are interleaved: contender by contender, then the next round. The bytes are compared
+with the loose files through the mount and through pread before measuring (Broken if wrong).
+"""
+import json
+import os
+import random
+import subprocess
+
+from common import Broken, drop_caches, mount, out, sh, unmount
+
+BLOCKS = (32 << 10, 1 << 20)
+
+
+def ensure_midsize(args, work, ds):
+    """(loose dir, pack dir, keys) of --mid-files files of 1-8 MiB (quick: 256 KiB-1 MiB)."""
+    d = os.path.join(work, "midsize")
+    src, pack = os.path.join(d, "src"), os.path.join(d, "media")
+    lo, hi = (256 << 10, 1 << 20) if args.quick else (1 << 20, 8 << 20)
+    stamp = os.path.join(d, f"done-{args.mid_files}-{lo}-{hi}")
+    rng = random.Random(11)
+    keys = [f"clips/c{i:04d}.bin" for i in range(args.mid_files)]
+    if not os.path.exists(stamp):
+        sh(["rm", "-rf", d])
+        os.makedirs(os.path.join(src, "clips"))
+        print(f"data: {args.mid_files} files of {lo >> 10}-{hi >> 10} KiB", flush=True)
+        with ds.building("mid-size files"):
+            for k in keys:
+                with open(os.path.join(src, k), "wb") as f:
+                    f.write(os.urandom(rng.randint(lo, hi)))
+            sh([os.path.join(args.build, "mkpack"), "pack", "--no-fsync", src, pack],
+               stderr=subprocess.DEVNULL)
+        open(stamp, "w").close()
+    return src, pack, keys
+
+
+def _lists(args, work, pack, keys):
+    """A shuffled order as paths and as shard extents; returns their file names."""
+    order = list(keys)
+    random.Random(5).shuffle(order)
+    ext = {}
+    for line in out([os.path.join(args.build, "mkpack"), "ls", "--json", pack]).splitlines():
+        m = json.loads(line)
+        # Shards are named relative to the dataset root, the pack directory's parent.
+        ext[m["key"]] = (os.path.join(os.path.dirname(pack), m["shard"]), m["offset"], m["size"])
+    d = os.path.join(work, "lists")
+    os.makedirs(d, exist_ok=True)
+    paths, preads = os.path.join(d, "mid-path.txt"), os.path.join(d, "mid-pread.txt")
+    with open(paths, "w") as f:
+        f.write("\n".join(order) + "\n")
+    with open(preads, "w") as f:
+        f.write("".join("%s\t%d\t%d\t%s\n" % (*ext[k], k) for k in order))
+    return paths, preads
+
+
+def _readfiles(args, cmd, block, verify=None):
+    exe = os.path.join(args.build, "readfiles")
+    full = [exe] + cmd + ["--threads", "1", "--block", str(block)]
+    if verify:
+        full += ["--verify", verify]
+    p = subprocess.run(full, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0 or not p.stdout.strip():
+        raise Broken(f"midsize: readfiles {' '.join(cmd)} failed ({p.returncode}): "
+                     f"{p.stderr.strip()[-300:]}")
+    return json.loads(p.stdout)
+
+
+def bench_midsize(args, work, ds, rows):
+    src, pack, keys = ensure_midsize(args, work, ds)
+    paths, preads = _lists(args, work, pack, keys)
+    mnt = os.path.join(work, "mnt", "midsize")
+    packfs = os.path.join(args.build, "packfs")
+    shard = sorted(os.path.join(pack, f) for f in os.listdir(pack) if f.endswith(".zip"))
+    # name, mount options (None: not a mount), pread, shards cached before the pass
+    contenders = [("loose", None, False, False), ("raw pread", None, True, False),
+                  ("packfs", [], False, False), ("packfs -o nocrc", ["-o", "nocrc"], False, False),
+                  ("packfs -o read_ahead=1M", ["-o", "read_ahead=1M"], False, False),
+                  ("packfs, shard cached", [], False, True)]
+    try:
+        mount([packfs, pack, mnt], mnt, args.mount_budget)
+        for what, cmd in (("packfs", ["--root", mnt, "--list", paths]),
+                          ("raw pread", ["--pread", preads])):
+            res = _readfiles(args, cmd, 1 << 20, verify=src)
+            print(f"midsize check {what}: {res['files']} files, {res['mismatches']} wrong",
+                  flush=True)
+            if res["mismatches"] or res["files"] != len(keys):
+                raise Broken(f"midsize: {what} read {res['files']} of {len(keys)} files, "
+                             f"{res['mismatches']} wrong")
+        for r in range(args.repeat):
+            for block in BLOCKS:
+                for name, opts, pread, cached in contenders:
+                    if opts is not None:
+                        unmount(mnt)
+                    drop_caches()
+                    if cached:
+                        for s in shard:
+                            sh(["cat", s], stdout=subprocess.DEVNULL)
+                    if opts is not None:
+                        mount([packfs, *opts, pack, mnt], mnt, args.mount_budget)
+                        cmd = ["--root", mnt, "--list", paths]
+                    elif pread:
+                        cmd = ["--pread", preads]
+                    else:
+                        cmd = ["--root", src, "--list", paths]
+                    res = _readfiles(args, cmd, block)
+                    mbps = res["bytes"] / res["seconds"] / 1e6
+                    rows.append({"bench": "midsize", "contender": name, "block": block,
+                                 "repeat": r, "seconds": res["seconds"], "bytes": res["bytes"],
+                                 "MBps": mbps})
+                    print(f"midsize r{r} {block >> 10:5d} KiB reads {name:26s} {mbps:8.0f} MB/s",
+                          flush=True)
+    finally:
+        unmount(mnt)
