@@ -9,16 +9,19 @@ ring's buffer; the other packfs contenders say `-o noio_uring`).
 Every packfs pass is a fresh mount, so every member is read for the first time, as in an epoch.
 Rounds are interleaved: contender by contender, then the next round. The bytes are compared
 with the loose files through the mount and through pread before measuring (Broken if wrong).
+Full runs then read loose and packfs again with the disk's reads throttled (a cgroup holding
+the bench and the mounts it starts): a slower disk, where the mount's own path matters less.
 """
 import json
 import os
 import random
 import subprocess
 
-from common import (Broken, drop_caches, mount, out, packfs_stats, sh, unmount,
-                    uring_enabled)
+from common import (Broken, drop_caches, mount, out, packfs_stats, reads_throttled, sh,
+                    unmount, uring_enabled)
 
 BLOCKS = (32 << 10, 1 << 20)
+THROTTLES = (400 * 10**6,)  # bytes/s of the throttled passes (full runs only)
 
 
 def ensure_midsize(args, work, ds):
@@ -104,33 +107,52 @@ def _bench_midsize(args, work, ds, rows, uring):
             if res["mismatches"] or res["files"] != len(keys):
                 raise Broken(f"midsize: {what} read {res['files']} of {len(keys)} files, "
                              f"{res['mismatches']} wrong")
-        for r in range(args.repeat):
-            for block in BLOCKS:
-                for name, opts, pread, cached in contenders:
-                    if opts is not None:
-                        unmount(mnt)
-                    drop_caches()
-                    if cached:
-                        for s in shard:
-                            sh(["cat", s], stdout=subprocess.DEVNULL)
-                    if opts is not None:
-                        mount([packfs, *opts, pack, mnt], mnt, args.mount_budget)
-                        cmd = ["--root", mnt, "--list", paths]
-                    elif pread:
-                        cmd = ["--pread", preads]
-                    else:
-                        cmd = ["--root", src, "--list", paths]
-                    res = _readfiles(args, cmd, block)
-                    if "io_uring" in name:
-                        ring = (packfs_stats(mnt) or {}).get("io_uring", {})
-                        if not ring.get("requests"):
-                            print(f"  {name}: the ring served nothing; not recorded", flush=True)
-                            continue
-                    mbps = res["bytes"] / res["seconds"] / 1e6
-                    rows.append({"bench": "midsize", "contender": name, "block": block,
-                                 "repeat": r, "seconds": res["seconds"], "bytes": res["bytes"],
-                                 "MBps": mbps})
-                    print(f"midsize r{r} {block >> 10:5d} KiB reads {name:26s} {mbps:8.0f} MB/s",
-                          flush=True)
+        _rounds(args, rows, "midsize", contenders, packfs, pack, mnt, src, paths, preads, shard)
+        if args.quick:
+            return
+        # A slower disk: the same files with the disk's reads throttled for the reader and the
+        # mount (both started inside the cgroup), loose against packfs.
+        for bps in THROTTLES:
+            with reads_throttled(src, bps) as why:
+                if why:
+                    print(f"midsize: no throttled pass: {why}", flush=True)
+                    break
+                unmount(mnt)
+                _rounds(args, rows, f"midsize-throttled-{bps // 10**6}", contenders[:1] +
+                        [c for c in contenders if c[0] == "packfs"], packfs, pack, mnt, src,
+                        paths, preads, shard)
+                unmount(mnt)
     finally:
         unmount(mnt)
+
+
+def _rounds(args, rows, bench, contenders, packfs, pack, mnt, src, paths, preads, shard):
+    """--repeat interleaved rounds of every contender at each read size, cold."""
+    for r in range(args.repeat):
+        for block in BLOCKS:
+            for name, opts, pread, cached in contenders:
+                if opts is not None:
+                    unmount(mnt)
+                drop_caches()
+                if cached:
+                    for s in shard:
+                        sh(["cat", s], stdout=subprocess.DEVNULL)
+                if opts is not None:
+                    mount([packfs, *opts, pack, mnt], mnt, args.mount_budget)
+                    cmd = ["--root", mnt, "--list", paths]
+                elif pread:
+                    cmd = ["--pread", preads]
+                else:
+                    cmd = ["--root", src, "--list", paths]
+                res = _readfiles(args, cmd, block)
+                if "io_uring" in name:
+                    ring = (packfs_stats(mnt) or {}).get("io_uring", {})
+                    if not ring.get("requests"):
+                        print(f"  {name}: the ring served nothing; not recorded", flush=True)
+                        continue
+                mbps = res["bytes"] / res["seconds"] / 1e6
+                rows.append({"bench": bench, "contender": name, "block": block,
+                             "repeat": r, "seconds": res["seconds"], "bytes": res["bytes"],
+                             "MBps": mbps})
+                print(f"{bench} r{r} {block >> 10:5d} KiB reads {name:26s} {mbps:8.0f} MB/s",
+                      flush=True)

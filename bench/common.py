@@ -200,25 +200,61 @@ def memory_limited(limit_bytes):
     cgroup of limit_bytes: page cache included, so a data set larger than it behaves as on a
     machine with that little memory. A child of this process's own cgroup (cgroup v1's memory
     hierarchy, or v2 with the memory controller). Yields None when it is on, else why not."""
-    v1 = "/sys/fs/cgroup/memory"
+    with _limited("memory", "memory.limit_in_bytes", str(int(limit_bytes)),
+                  "memory", "memory.max", str(int(limit_bytes))) as why:
+        yield why
+
+
+def disk_of(path):
+    """'MAJ:MIN' of the whole disk holding path (a partition's parent), or None."""
+    st = os.stat(path)
+    dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    sysdev = f"/sys/dev/block/{dev}"
+    if not os.path.exists(sysdev):
+        return None
+    if os.path.exists(os.path.join(sysdev, "partition")):
+        with open(os.path.join(sysdev, "..", "dev")) as f:
+            return f.read().strip()
+    return dev
+
+
+@contextmanager
+def reads_throttled(path, bytes_per_s):
+    """Runs the block with this process, and everything it starts, in a cgroup whose reads from
+    the disk holding `path` are limited to bytes_per_s (cgroup v1 blkio.throttle or v2 io.max): a
+    slower disk on this machine. Yields None when it is on, else why not."""
+    dev = disk_of(path)
+    if dev is None:
+        yield f"no block device under {path}"
+        return
+    with _limited("blkio", "blkio.throttle.read_bps_device", f"{dev} {int(bytes_per_s)}",
+                  "io", "io.max", f"{dev} rbps={int(bytes_per_s)}") as why:
+        yield why
+
+
+@contextmanager
+def _limited(v1_name, v1_file, v1_value, v2_controller, v2_file, v2_value):
+    """A child cgroup of this process's own with one limit written, this process moved into it
+    for the block (cgroup v1's `v1_name` hierarchy, else v2 with `v2_controller` enabled)."""
+    v1 = f"/sys/fs/cgroup/{v1_name}"
     try:
-        if os.path.exists(os.path.join(v1, "memory.limit_in_bytes")) or \
-                os.path.exists(os.path.join(v1, "tasks")):
-            own = _own_cgroup("memory")
-            parent, limit_file = os.path.join(v1, own.lstrip("/")), "memory.limit_in_bytes"
+        if os.path.exists(os.path.join(v1, v1_file)) or os.path.exists(os.path.join(v1, "tasks")):
+            own = _own_cgroup(v1_name)
+            parent, limit_file, value = os.path.join(v1, own.lstrip("/")), v1_file, v1_value
         else:
             own = _own_cgroup("")
-            parent, limit_file = os.path.join("/sys/fs/cgroup", own.lstrip("/")), "memory.max"
+            parent, limit_file, value = (os.path.join("/sys/fs/cgroup", own.lstrip("/")),
+                                         v2_file, v2_value)
             with open(os.path.join(parent, "cgroup.subtree_control"), "w") as f:
-                f.write("+memory")
+                f.write("+" + v2_controller)
         cg = os.path.join(parent, f"packfs-bench-{os.getpid()}")
         os.makedirs(cg, exist_ok=True)
         with open(os.path.join(cg, limit_file), "w") as f:
-            f.write(str(int(limit_bytes)))
+            f.write(value)
         with open(os.path.join(cg, "cgroup.procs"), "w") as f:
             f.write(str(os.getpid()))
     except (OSError, TypeError, AttributeError) as e:
-        yield f"no memory cgroup here ({e})"
+        yield f"no {v1_name} cgroup here ({e})"
         return
     try:
         yield None

@@ -420,18 +420,27 @@ def chart(path_png, title, ylabel, cols, data, logy=False, xlabel=None, lines=Fa
 
 
 def midsize_section(rows, L):
-    """Mid-size files read whole, cold: MB/s per contender and read size, × loose and × raw."""
+    """Mid-size files read whole, cold: MB/s per contender and read size, × loose and × raw; then
+    the same on a throttled disk (loose and packfs)."""
     g = group(rows, "midsize", "contender", "block", field="MBps")
     if not g:
         return
-    blocks = sorted({k[1] for k in g})
-    names = list(dict.fromkeys(k[0] for k in g))
     n = max(len(v) for v in g.values())
     L += ["## Mid-size files", "",
           "Files of 1–8 MiB (a quick run: 256 KiB–1 MiB) read whole, one at a time, in random "
           f"order, cold; every packfs pass a fresh mount (each member's first read). MB/s, median "
-          f"of {n} (spread); × loose and × raw pread of the same bytes in the shard.", "",
-          "| contender | " + " | ".join(f"{b >> 10} KiB reads | × loose | × raw" for b in blocks)
+          f"of {n} (spread); × loose and × raw pread of the same bytes in the shard.", ""]
+    _midsize_table(g, L)
+    for bench in sorted({r["bench"] for r in rows if r.get("bench", "").startswith("midsize-")}):
+        L += [f"The same with the disk's reads throttled to {bench.rsplit('-', 1)[1]} MB/s for the "
+              "reader and the mount (a cgroup):", ""]
+        _midsize_table(group(rows, bench, "contender", "block", field="MBps"), L)
+
+
+def _midsize_table(g, L):
+    blocks = sorted({k[1] for k in g})
+    names = list(dict.fromkeys(k[0] for k in g))
+    L += ["| contender | " + " | ".join(f"{b >> 10} KiB reads | × loose | × raw" for b in blocks)
           + " |", "|---|" + "---|---|---|" * len(blocks)]
     for c in names:
         cells = []
