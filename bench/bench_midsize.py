@@ -17,8 +17,8 @@ import os
 import random
 import subprocess
 
-from common import (Broken, drop_caches, mount, out, packfs_stats, reads_throttled, sh,
-                    unmount, uring_enabled)
+from common import (Broken, drop_caches, mount, pack_extents, packfs_stats, reads_throttled,
+                    sh, unmount, uring_enabled)
 
 BLOCKS = (32 << 10, 1 << 20)
 THROTTLES = (400 * 10**6,)  # bytes/s of the throttled passes (full runs only)
@@ -50,11 +50,7 @@ def _lists(args, work, pack, keys):
     """A shuffled order as paths and as shard extents; returns their file names."""
     order = list(keys)
     random.Random(5).shuffle(order)
-    ext = {}
-    for line in out([os.path.join(args.build, "mkpack"), "ls", "--json", pack]).splitlines():
-        m = json.loads(line)
-        # Shards are named relative to the dataset root, the pack directory's parent.
-        ext[m["key"]] = (os.path.join(os.path.dirname(pack), m["shard"]), m["offset"], m["size"])
+    ext = pack_extents(os.path.join(args.build, "mkpack"), pack)
     d = os.path.join(work, "lists")
     os.makedirs(d, exist_ok=True)
     paths, preads = os.path.join(d, "mid-path.txt"), os.path.join(d, "mid-pread.txt")

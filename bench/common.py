@@ -205,6 +205,17 @@ def memory_limited(limit_bytes):
         yield why
 
 
+def pack_extents(mkpack, packdir):
+    """key -> (absolute shard path, data offset, size) of a pack set, from `mkpack ls --json`
+    (which names shards relative to the dataset root, the pack directory's parent)."""
+    root = os.path.dirname(os.path.abspath(packdir))
+    res = {}
+    for line in out([mkpack, "ls", "--json", packdir]).splitlines():
+        m = json.loads(line)
+        res[m["key"]] = (os.path.join(root, m["shard"]), m["offset"], m["size"])
+    return res
+
+
 def disk_of(path):
     """'MAJ:MIN' of the whole disk holding path (a partition's parent), or None."""
     st = os.stat(path)
@@ -376,12 +387,8 @@ class Dataset:
 
     def extents(self):
         """key -> (absolute shard path, data offset, size), from `mkpack ls --json`."""
-        root = os.path.dirname(self.ensure_packset())
-        res = {}
-        for line in out([self.mkpack, "ls", "--json", self.packdir]).splitlines():
-            m = json.loads(line)
-            res[m["key"]] = (os.path.join(root, m["shard"]), m["offset"], m["size"])
-        return res
+        self.ensure_packset()
+        return pack_extents(self.mkpack, self.packdir)
 
     def ensure_onezip(self):
         """All members in one STORED zip (ZIP64 past 65535), as fuse-zip and archivemount take
