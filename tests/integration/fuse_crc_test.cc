@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -57,13 +56,6 @@ void DropPageCache(const std::string& path) {
   ASSERT_GE(fd, 0) << path;
   EXPECT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
   ::close(fd);
-}
-
-nlohmann::json Xattr(const std::string& path, const char* name) {
-  std::string buf(1 << 16, '\0');
-  ssize_t n = ::getxattr(path.c_str(), name, buf.data(), buf.size());
-  if (n < 0) return nlohmann::json(std::string("getxattr: ") + std::strerror(errno));
-  return nlohmann::json::parse(buf.substr(0, static_cast<size_t>(n)));
 }
 
 class CrcMountTest : public ::testing::Test {
@@ -136,13 +128,13 @@ TEST_F(CrcMountTest, DamagedSmallMemberIsEioAndNamed) {
   const std::string log = testing::ReadFile(tmp_ / "packfs.log");
   EXPECT_NE(log.find("reading 'small/a.bin' from media/pack-0000.zip: CRC-32 mismatch"),
             std::string::npos) << log;
-  const nlohmann::json errors = Xattr(mnt_, "user.packfs.errors");
+  const nlohmann::json errors = testing::XattrJson(mnt_, "user.packfs.errors");
   ASSERT_TRUE(errors.is_array()) << errors;
   ASSERT_GE(errors.size(), 1u);
   EXPECT_EQ(errors[0]["path"], "small/a.bin");
   EXPECT_EQ(errors[0]["shard"], "media/pack-0000.zip");
   EXPECT_NE(errors[0]["message"].get<std::string>().find("CRC-32 mismatch"), std::string::npos);
-  const nlohmann::json stats = Xattr(mnt_, "user.packfs.stats");
+  const nlohmann::json stats = testing::XattrJson(mnt_, "user.packfs.stats");
   EXPECT_EQ(stats["crc32"]["bad"], 1) << stats;
   EXPECT_EQ(stats["crc32"]["good"], 4) << stats;
 }
@@ -155,7 +147,7 @@ TEST_F(CrcMountTest, DamagedMemberPastTheZeroCopySizeIsEio) {
   EXPECT_EQ(r.err, EIO) << "read " << r.bytes.size() << " bytes";
   EXPECT_LT(r.bytes.size(), files_["medium.bin"].size());
   ExpectIntact("small/a.bin");
-  const nlohmann::json errors = Xattr(mnt_, "user.packfs.errors");
+  const nlohmann::json errors = testing::XattrJson(mnt_, "user.packfs.errors");
   ASSERT_TRUE(errors.is_array() && !errors.empty()) << errors;
   EXPECT_EQ(errors[0]["path"], "medium.bin");
 }
@@ -180,15 +172,15 @@ TEST_F(CrcMountTest, IntactMembersReadTwiceAndAreJudgedOnce) {
   Mount m({tmp_ / "media"}, mnt_, Args());
   ASSERT_TRUE(m.ok()) << m.result().err;
   for (const auto& [key, bytes] : files_) ExpectIntact(key);
-  nlohmann::json stats = Xattr(mnt_, "user.packfs.stats");
+  nlohmann::json stats = testing::XattrJson(mnt_, "user.packfs.stats");
   EXPECT_EQ(stats["crc32"]["good"], files_.size()) << stats;
   EXPECT_EQ(stats["crc32"]["bad"], 0) << stats;
   // Read again past the page cache: same bytes, nothing judged again.
   for (const auto& [key, bytes] : files_) DropPageCache(mnt_ + "/" + key);
   for (const auto& [key, bytes] : files_) ExpectIntact(key);
-  stats = Xattr(mnt_, "user.packfs.stats");
+  stats = testing::XattrJson(mnt_, "user.packfs.stats");
   EXPECT_EQ(stats["crc32"]["good"], files_.size()) << stats;
-  EXPECT_EQ(Xattr(mnt_, "user.packfs.errors"), nlohmann::json::array());
+  EXPECT_EQ(testing::XattrJson(mnt_, "user.packfs.errors"), nlohmann::json::array());
 }
 
 TEST_F(CrcMountTest, NocrcServesTheDamagedBytes) {
@@ -202,7 +194,7 @@ TEST_F(CrcMountTest, NocrcServesTheDamagedBytes) {
     EXPECT_TRUE(r.bytes == files_damaged_[key]) << key;
   }
   ExpectIntact("medium.bin");
-  EXPECT_EQ(Xattr(mnt_, "user.packfs.stats").count("crc32"), 0u);
+  EXPECT_EQ(testing::XattrJson(mnt_, "user.packfs.stats").count("crc32"), 0u);
 }
 
 }  // namespace

@@ -8,7 +8,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -42,14 +41,6 @@ int ReadErrno(const std::string& path) {
   }
   ::close(fd);
   return err;
-}
-
-// The root's user.packfs.errors, parsed.
-nlohmann::json MountErrors(const std::string& mnt) {
-  std::string buf(1 << 16, '\0');
-  ssize_t n = ::getxattr(mnt.c_str(), "user.packfs.errors", buf.data(), buf.size());
-  if (n < 0) return nlohmann::json("getxattr: " + std::string(std::strerror(errno)));
-  return nlohmann::json::parse(buf.substr(0, static_cast<size_t>(n)));
 }
 
 // True when something accepts messages on /dev/log (the daemon then logs to syslog).
@@ -210,10 +201,7 @@ TEST_F(DaemonTest, DefaultLogFileWhenSyslogIsUnreachable) {
   const std::string log = testing::ReadFile(logs[0]);
   EXPECT_NE(log.find("reading 'f5' from media/pack-0001.zip"), std::string::npos) << log;
   // The stats attribute says where the messages go.
-  std::string stats(1 << 16, '\0');
-  ssize_t n = ::getxattr(mnt_.c_str(), "user.packfs.stats", stats.data(), stats.size());
-  ASSERT_GT(n, 0);
-  EXPECT_EQ(nlohmann::json::parse(stats.substr(0, static_cast<size_t>(n)))["log_file"], logs[0]);
+  EXPECT_EQ(testing::MountStats(mnt_)["log_file"], logs[0]);
   Unmount();
 }
 
@@ -221,11 +209,11 @@ TEST_F(DaemonTest, DefaultLogFileWhenSyslogIsUnreachable) {
 TEST_F(DaemonTest, FailedReadIsInTheErrorsAttribute) {
   RunResult r = PackfsIn("media mnt");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(MountErrors(mnt_), nlohmann::json::array());
+  EXPECT_EQ(testing::XattrJson(mnt_, "user.packfs.errors"), nlohmann::json::array());
   ASSERT_EQ(::unlink((tmp_ / "media/pack-0001.zip").c_str()), 0);
   EXPECT_EQ(ReadErrno(mnt_ + "/f4"), EIO);
   EXPECT_EQ(ReadErrno(mnt_ + "/f1"), 0);
-  const nlohmann::json errors = MountErrors(mnt_);
+  const nlohmann::json errors = testing::XattrJson(mnt_, "user.packfs.errors");
   ASSERT_TRUE(errors.is_array()) << errors;
   // One failed read(2) may be two failed READs (read-ahead, then the page itself).
   ASSERT_GE(errors.size(), 1u) << errors;
@@ -250,7 +238,7 @@ TEST_F(DaemonTest, ErrorsAttributeHoldsMountWarnings) {
   RunResult r = PackfsIn("--catalog none media mnt");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("packed.txt"), std::string::npos) << r.err;
-  const nlohmann::json errors = MountErrors(mnt_);
+  const nlohmann::json errors = testing::XattrJson(mnt_, "user.packfs.errors");
   ASSERT_TRUE(errors.is_array()) << errors;
   ASSERT_EQ(errors.size(), 1u) << errors;
   EXPECT_NE(errors[0]["message"].get<std::string>().find("packed.txt"), std::string::npos)

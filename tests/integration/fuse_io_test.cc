@@ -172,11 +172,7 @@ TEST_F(FuseIoTest, LookupStartsReadingASmallFileUnlessNoprefetch) {
 // answer) and both keep their cache across opens: a second listing and a second read of the same
 // file send no request at all. With -o open, both opens are answered, so each sends its request.
 TEST_F(FuseIoTest, ReopeningSendsNoRequestsUnlessOptionOpen) {
-  auto requests = [](const std::string& mnt) {
-    nlohmann::json j = nlohmann::json::parse(Xattr(mnt, "user.packfs.stats"), nullptr, false);
-    EXPECT_TRUE(j.is_object()) << "no stats from " << mnt;
-    return j.is_object() ? j["requests"] : nlohmann::json::object();
-  };
+  auto requests = [](const std::string& mnt) { return testing::MountStats(mnt)["requests"]; };
   auto list_and_read = [this](const std::string& mnt) {
     std::vector<std::string> names;
     for (const auto& e : std::filesystem::directory_iterator(mnt + "/small")) {

@@ -14,7 +14,6 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -51,23 +50,17 @@ std::string Name(int i) {
   return buf;
 }
 
-nlohmann::json Stats(const std::string& mnt) {
-  std::string v(1 << 16, '\0');
-  ssize_t n = ::getxattr(mnt.c_str(), "user.packfs.stats", v.data(), v.size());
-  EXPECT_GT(n, 0) << mnt;
-  v.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  nlohmann::json j = nlohmann::json::parse(v, nullptr, false);
-  EXPECT_TRUE(j.is_object()) << v;
-  return j;
-}
+using testing::MountStats;
 
-uint64_t Reads(const std::string& mnt) { return Stats(mnt)["requests"]["read"].get<uint64_t>(); }
+uint64_t Reads(const std::string& mnt) {
+  return MountStats(mnt)["requests"]["read"].get<uint64_t>();
+}
 
 // Waits until the push thread has handled every read it was given (its counters settle).
 nlohmann::json SettledPush(const std::string& mnt) {
   nlohmann::json last;
   for (int i = 0; i < 100; ++i) {
-    nlohmann::json p = Stats(mnt)["push"];
+    nlohmann::json p = MountStats(mnt)["push"];
     if (i > 0 && p == last) return p;
     last = p;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -209,7 +202,7 @@ TEST_F(FusePushTest, ASampleOfADirectoryPushesNothing) {
   }
   EXPECT_EQ(SettledPush(mnt)["files"].get<int>(), 0);
   EXPECT_GE(Reads(mnt), reads + kFiles / 10);
-  EXPECT_EQ(Stats(mnt)["dir_stream"]["extents"].get<int>(), 0);  // nor streamed
+  EXPECT_EQ(MountStats(mnt)["dir_stream"]["extents"].get<int>(), 0);  // nor streamed
 }
 
 TEST_F(FusePushTest, ADirectoryReadThroughByPathIsStreamedIntoThePageCache) {
@@ -239,7 +232,7 @@ TEST_F(FusePushTest, ADirectoryReadThroughByPathIsStreamedIntoThePageCache) {
       // never seen with the count still 0 (the other order raced a stream that began and
       // finished between the two looks, seen once under ASan).
       resident = ResidentPages(shard, from, to);
-      extents = Stats(mnt)["dir_stream"]["extents"].get<int>();
+      extents = MountStats(mnt)["dir_stream"]["extents"].get<int>();
       if (resident * 10 >= pages * 9) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -248,7 +241,7 @@ TEST_F(FusePushTest, ADirectoryReadThroughByPathIsStreamedIntoThePageCache) {
       // All of it was read in; a page or two may already be gone again when tests running
       // beside this one fill the page cache (seen: 124 of 125 under ctest -j2).
       EXPECT_GE(resident * 10, pages * 9) << resident << " of " << pages;
-      EXPECT_GE(Stats(mnt)["dir_stream"]["bytes"].get<uint64_t>(), to - from);
+      EXPECT_GE(MountStats(mnt)["dir_stream"]["bytes"].get<uint64_t>(), to - from);
     } else {
       EXPECT_EQ(extents, 0);
       EXPECT_LT(resident, pages / 2);
@@ -622,7 +615,7 @@ TEST(FuseNetworkHintTest, AFileReadAfterAListingIsHintedAtItsFirstRead) {
     const size_t pages = (to + 4095) / 4096 - from / 4096;
     if (c.network) ResidentPages(shard, 0, 0, /*drop=*/true);
     for (int i : far) EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files[i]) << Name(i);
-    EXPECT_EQ(Stats(mnt)["hint"]["read"].get<int>(), c.hints);
+    EXPECT_EQ(MountStats(mnt)["hint"]["read"].get<int>(), c.hints);
     if (c.network && c.list) {
       const size_t resident = ResidentPages(shard, from, to);
       if (c.prefetch) {
@@ -632,13 +625,13 @@ TEST(FuseNetworkHintTest, AFileReadAfterAListingIsHintedAtItsFirstRead) {
       }
     }
     for (int i : walk) EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files[i]) << Name(i);
-    EXPECT_EQ(Stats(mnt)["hint"]["read"].get<int>(), c.hints + c.walk_hints);
+    EXPECT_EQ(MountStats(mnt)["hint"]["read"].get<int>(), c.hints + c.walk_hints);
     // Read again (from the page cache): no new hint.
     for (int i : far) EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files[i]) << Name(i);
-    EXPECT_EQ(Stats(mnt)["hint"]["read"].get<int>(), c.hints + c.walk_hints);
+    EXPECT_EQ(MountStats(mnt)["hint"]["read"].get<int>(), c.hints + c.walk_hints);
     if (c.list) List(mnt + "/e");
     EXPECT_EQ(testing::ReadFile(mnt + "/e/big.bin"), big);
-    EXPECT_EQ(Stats(mnt)["hint"]["read"].get<int>(), c.hints + c.walk_hints) << "e/big.bin";
+    EXPECT_EQ(MountStats(mnt)["hint"]["read"].get<int>(), c.hints + c.walk_hints) << "e/big.bin";
   }
 }
 

@@ -6,7 +6,6 @@
 // remount, while what the mount already read keeps answering.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -81,11 +80,7 @@ class RemoteCatalogMountTest : public testing::FreshServedSetTest {
     EXPECT_EQ(listed, files);
   }
   std::string Errors() const {
-    std::string errors(65536, '\0');
-    const ssize_t n = ::getxattr((tmp_ / "mnt").c_str(), "user.packfs.errors", errors.data(),
-                                 errors.size());
-    errors.resize(n > 0 ? static_cast<size_t>(n) : 0);
-    return errors;
+    return testing::XattrJson(tmp_ / "mnt", "user.packfs.errors").dump();
   }
 };
 

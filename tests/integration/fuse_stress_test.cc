@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/support/mount_util.h"
 #include "tests/support/test_util.h"
 
@@ -144,18 +146,17 @@ TEST(FuseStressTest, SixteenThreadsOfRandomReadsCheckEveryByte) {
   auto quiet = [&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     Quiet q;
-    auto r = testing::Sh("getfattr --only-values -n user.packfs.stats '" + mnt +
-                         "' | python3 -c 'import json,sys; s=json.load(sys.stdin); "
-                         "print(s[\"requests\"][\"read\"], "
-                         "s[\"read_buffers\"][\"idle_resident_bytes\"] // 1024, "
-                         "s[\"malloc\"][\"free_bytes\"] // 1024, json.dumps(s[\"push\"]))'");
+    const nlohmann::json s = testing::MountStats(mnt);
     q.rss_kib = RssAnonKib(daemon);
-    int used = 0;
-    if (std::sscanf(r.out.c_str(), "%llu %ld %ld %n", &q.reads, &q.buffers_kib, &q.free_kib,
-                    &used) == 3) {
-      q.push = r.out.substr(static_cast<size_t>(used));
+    q.err = s.dump();
+    const nlohmann::json* idle = s.contains("read_buffers") ? &s["read_buffers"] : nullptr;
+    if (s.contains("requests") && idle && idle->contains("idle_resident_bytes") &&
+        s.contains("malloc") && s["malloc"].contains("free_bytes")) {
+      q.reads = s["requests"]["read"].get<unsigned long long>();
+      q.buffers_kib = static_cast<long>((*idle)["idle_resident_bytes"].get<uint64_t>() / 1024);
+      q.free_kib = static_cast<long>(s["malloc"]["free_bytes"].get<uint64_t>() / 1024);
+      q.push = s.value("push", nlohmann::json()).dump() + "\n";
     }
-    q.err = r.out + r.err;
     return q;
   };
   // Warm-up: a fifth of the run, then the daemon's anonymous memory is the baseline.

@@ -58,13 +58,6 @@ bool ReadWhole(const std::string& path, std::string* out) {
   return n == 0;
 }
 
-json Stats(const std::string& mnt) {
-  std::string buf(1 << 16, '\0');
-  ssize_t n = ::getxattr(mnt.c_str(), "user.packfs.stats", buf.data(), buf.size());
-  if (n < 0) return json();
-  return json::parse(buf.substr(0, static_cast<size_t>(n)));
-}
-
 class FuseUringTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -158,7 +151,7 @@ TEST_F(FuseUringTest, ServesEveryReadThroughTheRing) {
   EXPECT_NE(::mkdir((tmp_ / "mnt/new").c_str(), 0755), 0);
   EXPECT_EQ(errno, EROFS);
 
-  json stats = Stats(m.path());
+  json stats = testing::MountStats(m.path());
   ASSERT_TRUE(stats.contains("io_uring")) << stats.dump();
   EXPECT_FALSE(stats["io_uring"]["failed"].get<bool>());
   // Every file's first read and every lookup went through the ring (the page cache answered
@@ -182,7 +175,7 @@ TEST_F(FuseUringTest, ServesEveryReadThroughTheRing) {
   EXPECT_TRUE(ReadWhole(tmp_ / "mnt/big.bin", &again));
   EXPECT_TRUE(again == big_) << "read " << again.size() << " bytes of " << big_.size();
   ::close(fd);
-  stats = Stats(m.path());
+  stats = testing::MountStats(m.path());
   EXPECT_GE(stats["io_uring"]["in_place_bytes"].get<uint64_t>() - in_place, 4u << 20)
       << stats.dump();
 
@@ -195,7 +188,7 @@ TEST_F(FuseUringTest, ServesEveryReadThroughTheRing) {
   SetParam("Y");
   EXPECT_TRUE(cat.out == extra_) << "read " << cat.out.size() << " bytes of " << extra_.size()
                                  << "; " << cat.err;
-  json after = Stats(m.path());
+  json after = testing::MountStats(m.path());
   EXPECT_GE(after["io_uring"]["requests"].get<uint64_t>(), ring + 2) << after.dump();
 }
 
@@ -206,7 +199,7 @@ TEST_F(FuseUringTest, WhenTheKernelSaysNoTheMountServesThroughDevFuse) {
                        tmp_ / "stderr.txt");
     ASSERT_TRUE(WaitMounted(tmp_ / "mnt", true)) << testing::ReadFile(tmp_ / "stderr.txt");
     EXPECT_EQ(ReadEverything(2), 0);
-    json stats = Stats(tmp_ / "mnt");
+    json stats = testing::MountStats(tmp_ / "mnt");
     EXPECT_TRUE(stats["io_uring"]["failed"].get<bool>()) << stats.dump();
     EXPECT_EQ(stats["io_uring"]["requests"].get<uint64_t>(), 0u);
     EXPECT_GE(stats["requests"]["read"].get<uint64_t>(), 48u);
@@ -231,7 +224,7 @@ TEST_F(FuseUringTest, ByDefaultTheRingWhereTheKernelAllowsIt) {
     Mount m({tmp_ / "media"}, mnt);
     ASSERT_TRUE(m.ok()) << m.result().err;
     EXPECT_EQ(ReadEverything(2), 0);
-    json stats = Stats(m.path());
+    json stats = testing::MountStats(m.path());
     EXPECT_TRUE(stats["io_uring"]["used"].get<bool>()) << stats.dump();
     EXPECT_GE(stats["io_uring"]["requests"].get<uint64_t>(),
               stats["requests"]["read"].get<uint64_t>()) << stats.dump();
@@ -240,7 +233,7 @@ TEST_F(FuseUringTest, ByDefaultTheRingWhereTheKernelAllowsIt) {
     Mount m({tmp_ / "media"}, mnt, {"-o", "noio_uring"});
     ASSERT_TRUE(m.ok()) << m.result().err;
     EXPECT_EQ(ReadEverything(2), 0);
-    json stats = Stats(m.path());
+    json stats = testing::MountStats(m.path());
     EXPECT_FALSE(stats["io_uring"].is_object() && stats["io_uring"]["used"].get<bool>())
         << stats.dump();
     EXPECT_GE(stats["requests"]["read"].get<uint64_t>(), 48u);
@@ -250,7 +243,7 @@ TEST_F(FuseUringTest, ByDefaultTheRingWhereTheKernelAllowsIt) {
     ForegroundPackfs p({"-f", tmp_ / "media", mnt}, tmp_ / "stderr.txt");
     ASSERT_TRUE(WaitMounted(mnt, true)) << testing::ReadFile(tmp_ / "stderr.txt");
     EXPECT_EQ(ReadEverything(2), 0);
-    json stats = Stats(mnt);
+    json stats = testing::MountStats(mnt);
     EXPECT_FALSE(stats["io_uring"]["used"].get<bool>()) << stats.dump();
     EXPECT_FALSE(stats["io_uring"]["failed"].get<bool>()) << stats.dump();
     EXPECT_EQ(stats["io_uring"]["requests"].get<uint64_t>(), 0u);

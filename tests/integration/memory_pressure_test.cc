@@ -9,7 +9,6 @@
 // where this process cannot make a memory cgroup.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -115,16 +114,6 @@ class MemoryCgroup {
   std::string parent_, dir_, why_;
 };
 
-nlohmann::json Stats(const std::string& mnt) {
-  std::string v(1 << 16, '\0');
-  const ssize_t n = ::getxattr(mnt.c_str(), "user.packfs.stats", v.data(), v.size());
-  EXPECT_GT(n, 0) << mnt;
-  v.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  nlohmann::json j = nlohmann::json::parse(v, nullptr, false);
-  EXPECT_TRUE(j.is_object() && j.contains("hint") && j.contains("push")) << v;
-  return j.is_object() ? j : nlohmann::json::object({{"hint", {}}, {"push", {}}});
-}
-
 class MemoryPressureTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -173,7 +162,7 @@ class MemoryPressureTest : public ::testing::Test {
         EXPECT_EQ(got.size(), size_) << Name(order[k]);
       }
     }
-    nlohmann::json st = Stats(mount.path());
+    nlohmann::json st = testing::MountStats(mount.path());
     std::printf("hint: %s\npush: %s\ndir_stream: %s\n", st["hint"].dump().c_str(),
                 st["push"].dump().c_str(), st["dir_stream"].dump().c_str());
     return st;

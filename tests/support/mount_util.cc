@@ -2,14 +2,18 @@
 #include "tests/support/mount_util.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <limits.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -105,6 +109,34 @@ std::string MakeMountPoint(const std::string& dir) {
   if (::mkdir(dir.c_str(), 0755) != 0) return "";
   char buf[PATH_MAX];
   return ::realpath(dir.c_str(), buf) ? buf : "";
+}
+
+nlohmann::json XattrJson(const std::string& path, const std::string& name) {
+  // Asked for its size first, then read: the counters grow with the mount's features.
+  std::string value;
+  ssize_t n = 0;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    n = ::getxattr(path.c_str(), name.c_str(), nullptr, 0);
+    if (n < 0) break;
+    value.resize(static_cast<size_t>(n) + 4096);
+    n = ::getxattr(path.c_str(), name.c_str(), value.data(), value.size());
+    if (n >= 0 || errno != ERANGE) break;
+  }
+  if (n < 0) {
+    ADD_FAILURE() << path << ": getxattr " << name << ": " << std::strerror(errno);
+    return nlohmann::json::object();
+  }
+  value.resize(static_cast<size_t>(n));
+  nlohmann::json j = nlohmann::json::parse(value, nullptr, false);
+  if (j.is_discarded()) {
+    ADD_FAILURE() << path << ": " << name << " is not JSON: " << value;
+    return nlohmann::json::object();
+  }
+  return j;
+}
+
+nlohmann::json MountStats(const std::string& mnt) {
+  return XattrJson(mnt, "user.packfs.stats");
 }
 
 bool WaitMounted(const std::string& mnt, bool want, int seconds) {

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,13 @@ void MakePythonPack(const std::string& tree, const std::string& pack_dir, size_t
 // Makes the directory `dir` (mode 0755) to mount on and returns its absolute path (no symlinks:
 // what /proc/mounts shows), or "" when it cannot be made.
 std::string MakeMountPoint(const std::string& dir);
+
+// The value of the extended attribute `name` of `path`, parsed as JSON (user.packfs.stats and
+// user.packfs.errors of a mount's root). When it cannot be read or parsed, the test fails with
+// the path, the name and why, and an empty object comes back.
+nlohmann::json XattrJson(const std::string& path, const std::string& name);
+// A mount's counters: XattrJson(mnt, "user.packfs.stats").
+nlohmann::json MountStats(const std::string& mnt);
 
 // Waits up to `seconds` until `mnt` is (want=true) or is no longer (false) mounted.
 bool WaitMounted(const std::string& mnt, bool want, int seconds = 10);
