@@ -115,6 +115,23 @@ bool WaitForPort(int port, int timeout_ms) {
   return false;
 }
 
+bool LoopbackServer::StartOnFreePort(
+    const std::string& name, const std::function<std::vector<std::string>(int port)>& argv,
+    const std::string& log, const std::string& error_log, int wait_ms, std::string* why) {
+  const std::string d = dir_.path();
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    port_ = FreeLoopbackPort();
+    if (!proc_.Start(argv(port_), d + "/" + log)) {
+      *why = "cannot start " + name;
+      return false;
+    }
+    if (WaitForPort(port_, wait_ms)) return true;
+    proc_.Stop();
+  }
+  *why = name + " did not come up: " + ReadFile(d + "/" + error_log);
+  return false;
+}
+
 std::unique_ptr<NginxServer> NginxServer::Start(const std::string& root, std::string* why) {
   std::string nginx = HasCommand("nginx") ? "nginx" : "/usr/sbin/nginx";
   if (::access("/usr/sbin/nginx", X_OK) != 0 && !HasCommand("nginx")) {
@@ -123,8 +140,7 @@ std::unique_ptr<NginxServer> NginxServer::Start(const std::string& root, std::st
   }
   auto s = std::unique_ptr<NginxServer>(new NginxServer());
   const std::string d = s->dir_.path();
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    s->port_ = FreeLoopbackPort();
+  auto argv = [&](int port) {
     // One process (master_process off), everything it writes inside the temp dir. Connections
     // live long (keepalive_requests) so the access log's connection serials count client
     // connections, not nginx's recycling.
@@ -138,18 +154,13 @@ std::unique_ptr<NginxServer> NginxServer::Start(const std::string& root, std::st
                   "  fastcgi_temp_path " + d + "/fastcgi;\n  uwsgi_temp_path " + d + "/uwsgi;\n"
                   "  scgi_temp_path " + d + "/scgi;\n"
                   "  keepalive_requests 1000000;\n  keepalive_timeout 120s;\n"
-                  "  server {\n    listen 127.0.0.1:" + std::to_string(s->port_) + ";\n"
+                  "  server {\n    listen 127.0.0.1:" + std::to_string(port) + ";\n"
                   "    root " + root + ";\n  }\n}\n");
-    if (!s->proc_.Start({nginx, "-p", d, "-c", d + "/nginx.conf", "-e", d + "/error.log"},
-                        d + "/stdout.log")) {
-      *why = "cannot start nginx";
-      return nullptr;
-    }
-    if (WaitForPort(s->port_, 10000)) return s;
-    s->proc_.Stop();
-  }
-  *why = "nginx did not come up: " + ReadFile(d + "/error.log");
-  return nullptr;
+    return std::vector<std::string>{nginx, "-p", d, "-c", d + "/nginx.conf", "-e",
+                                    d + "/error.log"};
+  };
+  if (!s->StartOnFreePort("nginx", argv, "stdout.log", "error.log", 10000, why)) return nullptr;
+  return s;
 }
 
 std::string NginxServer::AccessLog() const { return ReadFile(dir_.path() + "/access.log"); }
@@ -178,20 +189,14 @@ std::unique_ptr<PythonHttpServer> PythonHttpServer::Start(const std::string& roo
     return nullptr;
   }
   auto s = std::unique_ptr<PythonHttpServer>(new PythonHttpServer());
-  const std::string d = s->dir_.path();
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    s->port_ = FreeLoopbackPort();
-    if (!s->proc_.Start({"python3", "-m", "http.server", "--bind", "127.0.0.1", "--directory",
-                         root, std::to_string(s->port_)},
-                        d + "/log")) {
-      *why = "cannot start python3 -m http.server";
-      return nullptr;
-    }
-    if (WaitForPort(s->port_, 10000)) return s;
-    s->proc_.Stop();
+  auto argv = [&](int port) {
+    return std::vector<std::string>{"python3", "-m", "http.server", "--bind", "127.0.0.1",
+                                    "--directory", root, std::to_string(port)};
+  };
+  if (!s->StartOnFreePort("python3 -m http.server", argv, "log", "log", 10000, why)) {
+    return nullptr;
   }
-  *why = "python3 -m http.server did not come up: " + ReadFile(d + "/log");
-  return nullptr;
+  return s;
 }
 
 std::unique_ptr<FaultServer> FaultServer::Start(const std::string& root, std::string* why) {
@@ -226,19 +231,14 @@ std::unique_ptr<MotoServer> MotoServer::Start(std::string* why) {
     return nullptr;
   }
   auto s = std::unique_ptr<MotoServer>(new MotoServer());
-  const std::string d = s->dir_.path();
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    s->port_ = FreeLoopbackPort();
-    if (!s->proc_.Start({"moto_server", "-H", "127.0.0.1", "-p", std::to_string(s->port_)},
-                        d + "/moto.log")) {
-      *why = "cannot start moto_server";
-      return nullptr;
-    }
-    if (WaitForPort(s->port_, 30000)) return s;
-    s->proc_.Stop();
+  auto argv = [](int port) {
+    return std::vector<std::string>{"moto_server", "-H", "127.0.0.1", "-p",
+                                    std::to_string(port)};
+  };
+  if (!s->StartOnFreePort("moto_server", argv, "moto.log", "moto.log", 30000, why)) {
+    return nullptr;
   }
-  *why = "moto_server did not come up: " + ReadFile(d + "/moto.log");
-  return nullptr;
+  return s;
 }
 
 std::string MotoServer::Python(const std::string& code) const {
