@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -100,10 +99,10 @@ class FaultsTest : public ::testing::Test {
     EXPECT_EQ(r.err, EIO) << Name(i) << " read " << r.bytes.size() << " bytes";
   }
   uint64_t XattrNumber(int i, const char* name) {
-    char buf[64] = {};
-    ssize_t n = ::getxattr(Mnt(i).c_str(), name, buf, sizeof buf - 1);
-    EXPECT_GT(n, 0) << name;
-    return std::strtoull(buf, nullptr, 10);
+    int err = 0;
+    const std::string value = testing::XattrText(Mnt(i), name, &err);
+    EXPECT_TRUE(err == 0 && !value.empty()) << name << ": " << std::strerror(err);
+    return std::strtoull(value.c_str(), nullptr, 10);
   }
 
   TempDir tmp_;

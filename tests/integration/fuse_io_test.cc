@@ -7,7 +7,6 @@
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -120,12 +119,6 @@ size_t ResidentPages(const std::string& path, uint64_t off, uint64_t len, size_t
   return resident;
 }
 
-std::string Xattr(const std::string& path, const char* name) {
-  char value[4096] = {};
-  ssize_t n = ::getxattr(path.c_str(), name, value, sizeof value - 1);
-  return n > 0 ? std::string(value, static_cast<size_t>(n)) : "";
-}
-
 // A lookup by path starts reading a small file into the page cache (the read that follows then
 // finds it there); -o noprefetch does not.
 TEST_F(FuseIoTest, LookupStartsReadingASmallFileUnlessNoprefetch) {
@@ -137,8 +130,8 @@ TEST_F(FuseIoTest, LookupStartsReadingASmallFileUnlessNoprefetch) {
   auto probe = [](const std::string& file, int wait_ms) {
     struct stat st;
     EXPECT_EQ(::stat(file.c_str(), &st), 0) << file;
-    const std::string shard = Xattr(file, "user.packfs.shard");
-    const uint64_t off = std::stoull(Xattr(file, "user.packfs.offset"));
+    const std::string shard = testing::XattrText(file, "user.packfs.shard");
+    const uint64_t off = std::stoull(testing::XattrText(file, "user.packfs.offset"));
     Probe p;
     for (int waited = 0;; waited += 10) {
       p.resident = ResidentPages(shard, off, static_cast<uint64_t>(st.st_size), &p.total);

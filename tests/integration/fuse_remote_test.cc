@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <sys/xattr.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -35,12 +34,6 @@ using testing::Mount;
 using testing::TempDir;
 
 constexpr size_t kSmallSize = 20 * 1024;
-
-std::string GetXattr(const std::string& path, const char* name) {
-  char buf[4096];
-  ssize_t n = ::getxattr(path.c_str(), name, buf, sizeof buf);
-  return n < 0 ? std::string() : std::string(buf, static_cast<size_t>(n));
-}
 
 // Reads a whole file with read(2); returns errno on failure (0 on success).
 int ReadAll(const std::string& path, std::string* out) {
@@ -95,9 +88,9 @@ TEST_F(RemoteMountTest, HttpMountServesEveryFileByteForByte) {
   ASSERT_TRUE(m.ok()) << m.result().err;
   ASSERT_NO_FATAL_FAILURE(testing::ExpectSameFiles(*tmp_ / "src", Mnt()));
   // References name the shard by the URL's last segment; the shard xattr is its URL.
-  const std::string ref = GetXattr(Mnt() + "/big/a.bin", "user.packfs.ref");
+  const std::string ref = testing::XattrText(Mnt() + "/big/a.bin", "user.packfs.ref");
   EXPECT_EQ(ref.rfind("zip://big/a.bin::media/pack-", 0), 0u) << ref;
-  const std::string shard = GetXattr(Mnt() + "/big/a.bin", "user.packfs.shard");
+  const std::string shard = testing::XattrText(Mnt() + "/big/a.bin", "user.packfs.shard");
   EXPECT_EQ(shard.rfind(server_->url() + "/media/pack-", 0), 0u) << shard;
   // The catalog was cached under --cache-dir.
   bool cached = false;
@@ -149,7 +142,7 @@ TEST_F(RemoteMountTest, SmallFileFirstReadIsOneRangedGet) {
   Mount m({server_->url() + "/media"}, Mnt(), CacheArgs());
   ASSERT_TRUE(m.ok()) << m.result().err;
   const std::string path = Mnt() + "/small/exact20k.bin";
-  const std::string shard_url = GetXattr(path, "user.packfs.shard");
+  const std::string shard_url = testing::XattrText(path, "user.packfs.shard");
   ASSERT_FALSE(shard_url.empty());
   const std::string uri = shard_url.substr(server_->url().size());  // "/media/pack-000N.zip"
   const size_t before = server_->SettledRequests(uri);
@@ -243,7 +236,7 @@ std::map<std::string, std::vector<std::string>> FilesByShard(const std::string& 
                                                              const std::string& src) {
   std::map<std::string, std::vector<std::string>> by_shard;
   for (const auto& [key, bytes] : testing::TreeFiles(src)) {
-    const std::string ref = GetXattr(mnt + "/" + key, "user.packfs.ref");
+    const std::string ref = testing::XattrText(mnt + "/" + key, "user.packfs.ref");
     by_shard[ref.substr(ref.rfind("::") + 2)].push_back(key);
   }
   return by_shard;
@@ -368,7 +361,7 @@ TEST_F(S3MountTest, SignedBucketWithCatalog) {
   Mount m({"s3://packfs-signed/sets/media"}, Mnt(), args);
   ASSERT_TRUE(m.ok()) << m.result().err;
   ASSERT_NO_FATAL_FAILURE(testing::ExpectSameFiles(*tmp_ / "src", Mnt()));
-  const std::string ref = GetXattr(Mnt() + "/big/b.bin", "user.packfs.ref");
+  const std::string ref = testing::XattrText(Mnt() + "/big/b.bin", "user.packfs.ref");
   EXPECT_EQ(ref.rfind("zip://big/b.bin::media/pack-", 0), 0u) << ref;
 }
 

@@ -111,8 +111,8 @@ std::string MakeMountPoint(const std::string& dir) {
   return ::realpath(dir.c_str(), buf) ? buf : "";
 }
 
-nlohmann::json XattrJson(const std::string& path, const std::string& name) {
-  // Asked for its size first, then read: the counters grow with the mount's features.
+std::string XattrText(const std::string& path, const std::string& name, int* err) {
+  // Asked for its size first, then read: the stats grow with the mount's features.
   std::string value;
   ssize_t n = 0;
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -122,11 +122,18 @@ nlohmann::json XattrJson(const std::string& path, const std::string& name) {
     n = ::getxattr(path.c_str(), name.c_str(), value.data(), value.size());
     if (n >= 0 || errno != ERANGE) break;
   }
-  if (n < 0) {
-    ADD_FAILURE() << path << ": getxattr " << name << ": " << std::strerror(errno);
+  if (err) *err = n < 0 ? errno : 0;
+  value.resize(n < 0 ? 0 : static_cast<size_t>(n));
+  return value;
+}
+
+nlohmann::json XattrJson(const std::string& path, const std::string& name) {
+  int err = 0;
+  const std::string value = XattrText(path, name, &err);
+  if (err != 0) {
+    ADD_FAILURE() << path << ": getxattr " << name << ": " << std::strerror(err);
     return nlohmann::json::object();
   }
-  value.resize(static_cast<size_t>(n));
   nlohmann::json j = nlohmann::json::parse(value, nullptr, false);
   if (j.is_discarded()) {
     ADD_FAILURE() << path << ": " << name << " is not JSON: " << value;

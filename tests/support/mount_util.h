@@ -27,6 +27,9 @@ void MakePythonPack(const std::string& tree, const std::string& pack_dir, size_t
 // what /proc/mounts shows), or "" when it cannot be made.
 std::string MakeMountPoint(const std::string& dir);
 
+// The value of the extended attribute `name` of `path` as text; "" and *err set to the errno
+// when it cannot be read (*err 0 when it was).
+std::string XattrText(const std::string& path, const std::string& name, int* err = nullptr);
 // The value of the extended attribute `name` of `path`, parsed as JSON (user.packfs.stats and
 // user.packfs.errors of a mount's root). When it cannot be read or parsed, the test fails with
 // the path, the name and why, and an empty object comes back.
