@@ -72,6 +72,9 @@ def parse_args():
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2, 8])
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs of each figure (--quick: 1)")
+    ap.add_argument("--warm-repeat", type=int, default=7,
+                    help="small: runs of each warm figure (a warm pass takes about 0.1 s, so "
+                    "its median needs more of them; --quick: 1)")
     ap.add_argument("--budget", type=float, default=3,
                     help="seconds a read pass may take; a slower pass stops there and its rate "
                     "is recorded as 'too slow: X files in Y s'")
@@ -148,6 +151,7 @@ def parse_args():
         args.pack_files = min(args.pack_files, 1000)
         args.sample = min(args.sample, 300)
         args.repeat = 1
+        args.warm_repeat = 1
         args.threads = [t for t in args.threads if t == 8] or args.threads
         args.epoch_files = min(args.epoch_files, 3000)
         args.epoch_threads = [8]

@@ -199,7 +199,7 @@ def _bench_small(args, work, ds, rows, uring):
     cs = make_contenders(ds, args, work, uring)
     n = write_lists(ds, args, work)
     print(f"small: {len(cs)} contenders, {n} of {args.files} files a pass, "
-          f"threads {args.threads}, {args.repeat} repeats", flush=True)
+          f"threads {args.threads}, {args.repeat} repeats cold, {args.warm_repeat} warm", flush=True)
     broken = [b for b in (check(args, work, ds, c, rows) for c in cs) if b]
     patterns = ("path", "scan")
     try:
@@ -215,7 +215,8 @@ def _bench_small(args, work, ds, rows, uring):
                                 res["files"], res["seconds"])
             for pattern in patterns:
                 for threads in args.threads:
-                    for r in range(args.repeat):
+                    repeats = args.repeat if cache == "cold" else args.warm_repeat
+                    for r in range(repeats):
                         for c in cs[r % len(cs):] + cs[:r % len(cs)]:
                             if c.dead or (c.slow and r > 0) or (
                                     c.only_threads and threads not in c.only_threads):

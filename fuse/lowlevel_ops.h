@@ -61,6 +61,9 @@ struct ServeConfig {
   // 1 MiB: in an epoch after a scan, 24k files/s with 2 readers against 19-20k at 256 KiB and
   // 24k at 512 KiB (30,000 files of 4-32 KiB; tenth-of-a-set passes push nothing either way).
   uint64_t push_window = 1u << 20;
+  // Once a directory is ready for pushing, a thread walks it in shard order and pushes every
+  // file the kernel holds and has not been given (Pusher::StartWalks; -o nowalk: off).
+  bool walk_dirs = true;
 };
 
 struct SessionState {

@@ -386,6 +386,7 @@ int RunMount(const Plan& plan, int ready_fd) {
   config.no_open = plan.mount.no_open;
   if (!plan.mount.prefetch) config.prefetch_max = 0;
   if (plan.mount.push_window) config.push_window = *plan.mount.push_window;
+  config.walk_dirs = plan.mount.walk;
   config.max_read = plan.mount.max_read.value_or(config.max_read);
   // Replies larger than a pipe can hold are copied (libfuse would allocate one per reply), and
   // where a pipe cannot hold a 1 MiB reply (without CAP_SYS_RESOURCE, as in most containers)
@@ -502,7 +503,7 @@ int main(int argc, char** argv) {
   app.add_option("-o", cli.o,
                  "mount options: allow_other, uid=N, gid=N, umask=OCTAL, max_read=N, "
                  "read_ahead=SIZE, catalog=PATH|none, threads=N, on_collision=first|last, "
-                 "log=FILE, nonempty, nocrc, push=SIZE, nopush, nostream, nozerocopy, open, "
+                 "log=FILE, nonempty, nocrc, push=SIZE, nopush, nostream, nowalk, nozerocopy, open, "
                  "io_uring, noio_uring, ...")
       ->allow_extra_args(false);
   app.add_option("--threads", cli.threads, "FUSE worker threads (default 8)")

@@ -40,6 +40,12 @@ bool InodeBits::TestAndClear(uint64_t ino) {
   return (words_[ino / 64].fetch_and(~bit, std::memory_order_relaxed) & bit) != 0;
 }
 
+bool InodeBits::TestAndSet(uint64_t ino) {
+  if (ino > max_ino_) return false;
+  const uint64_t bit = uint64_t{1} << (ino % 64);
+  return (words_[ino / 64].fetch_or(bit, std::memory_order_relaxed) & bit) != 0;
+}
+
 Pusher::Pusher(fuse_session* se, uint64_t max_ino, uint64_t window, size_t queue_bytes,
                Stats& stats, std::function<void(std::vector<uint8_t>)> release,
                std::function<uint64_t(uint64_t)> children,
@@ -67,9 +73,11 @@ void Pusher::Stop() {
     stop_ = true;
   }
   cv_.notify_all();
+  walk_cv_.notify_all();
   for (std::thread& t : threads_) {
     if (t.joinable()) t.join();
   }
+  if (walk_thread_.joinable()) walk_thread_.join();
   std::lock_guard<std::mutex> lock(mu_);
   for (Job& job : queue_) Release(job);
   queue_.clear();
@@ -133,8 +141,17 @@ Pusher::DirCount Pusher::Count(uint64_t dir, uint64_t add) {
   }
   // Each count is taken under the lock right after its own add, so exactly one caller sees the
   // directory cross the rule.
-  if (add && on_ready_ && Ready(*out) && !Ready(DirCount{out->children, out->served - add})) {
-    on_ready_(dir);
+  if (add && Ready(*out) && !Ready(DirCount{out->children, out->served - add})) {
+    if (on_ready_) on_ready_(dir);
+    bool walk = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (walk_read_ && !stop_) {
+        walks_.push_back(dir);
+        walk = true;
+      }
+    }
+    if (walk) walk_cv_.notify_one();
   }
   return *out;
 }
@@ -150,17 +167,26 @@ void Pusher::Enqueue(Job job) {
   }
   const size_t bytes = job.buf.capacity();
   const uint64_t dir = job.dir;
-  const uint64_t files = job.followers.size();
   bool queued = false;
+  bool taken = false;  // every follower taken by a walk (or another read) meanwhile
+  uint64_t files = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!stop_ && queued_bytes_ + bytes <= queue_max_) {
-      for (const auto& f : job.followers) cached_.Set(f.ino);
-      queued_bytes_ += bytes;
-      busy_.store(queued_bytes_ > queue_max_ / 2, std::memory_order_relaxed);
-      queue_.push_back(std::move(job));
-      queued = true;
+      Claim(job);
+      files = job.followers.size();
+      taken = files == 0;
+      if (!taken) {
+        queued_bytes_ += bytes;
+        busy_.store(queued_bytes_ > queue_max_ / 2, std::memory_order_relaxed);
+        queue_.push_back(std::move(job));
+        queued = true;
+      }
     }
+  }
+  if (taken) {
+    Release(job);
+    return;
   }
   if (!queued) {
     stats_.CountPush(Stats::PushEvent::kDropped);
@@ -186,6 +212,78 @@ void Pusher::Run() {
     queued_bytes_ -= bytes;
     busy_.store(queued_bytes_ > queue_max_ / 2, std::memory_order_relaxed);
   }
+}
+
+void Pusher::StartWalks(Children children, ReadRun read_run, Room room) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (walk_read_ || stop_) return;
+    walk_children_ = std::move(children);
+    walk_read_ = std::move(read_run);
+    walk_room_ = std::move(room);
+  }
+  walk_thread_ = std::thread([this] { RunWalks(); });
+}
+
+bool Pusher::Stopping() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stop_;
+}
+
+void Pusher::RunWalks() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    walk_cv_.wait(lock, [this] { return stop_ || !walks_.empty(); });
+    if (stop_) return;
+    const uint64_t dir = walks_.front();
+    walks_.pop_front();
+    lock.unlock();
+    Walk(dir);
+    lock.lock();
+  }
+}
+
+void Pusher::Walk(uint64_t dir) {
+  const Filesystem::ChildSpan span = walk_children_(dir);
+  if (!span.local_members) return;  // network file systems: see ReadThrough
+  auto room_for = [this](uint64_t bytes) {
+    const std::optional<uint64_t> room = walk_room_();
+    return room && *room >= bytes + kWalkReserve;
+  };
+  if (!room_for(2 * span.bytes)) {
+    stats_.CountPush(Stats::PushEvent::kWalkNoRoom);
+    return;
+  }
+  stats_.CountPush(Stats::PushEvent::kWalk);
+  uint64_t done = 0;  // bytes pushed so far
+  int windows = 0;
+  for (uint64_t ino = span.first; ino < span.first + span.count;) {
+    if (!Wanted(ino)) {
+      ++ino;
+      continue;
+    }
+    // Memory filling up (what is left would be evicted before its read), or pushed files found
+    // evicted before their read: stop, as the reads' pushes pause.
+    if (Stopping() || !Pays() ||
+        (++windows % kWalkCheckEvery == 0 && !room_for(span.bytes - std::min(done, span.bytes)))) {
+      return;
+    }
+    Job job;
+    uint64_t next = ino + 1;
+    if (walk_read_(ino, &job) && !job.followers.empty()) {
+      next = std::max(next, job.followers.back().ino + 1);
+      Claim(job);
+      for (const auto& f : job.followers) done += f.data.size();
+      PushOne(job);
+    }
+    Release(job);
+    ino = next;
+  }
+}
+
+void Pusher::Claim(Job& job) {
+  std::erase_if(job.followers,
+                [this](const Filesystem::Follower& f) { return cached_.TestAndSet(f.ino); });
 }
 
 void Pusher::PushOne(const Job& job) {

@@ -50,8 +50,16 @@
 // they never do. The queue is bounded in bytes: past the bound a read's followers are not
 // pushed (counted as dropped), and they are read through requests as before.
 //
-// Threads: the constructor starts the push thread; Stop (or the destructor) drains nothing more,
-// wakes it and joins it. Stop before the fuse_session is destroyed.
+// Walking a ready directory: pushing followers from READs reads windows that overlap (a window
+// spans the files pushed before it) and leaves to chance which files are pushed before their
+// reader comes. Once a directory is ready, a walk thread of its own goes through it in shard
+// order and pushes every file still wanted, a window at a time, each byte read once (measured
+// after a scan: see StartWalks). READs go on pushing their followers meanwhile; a file is
+// given once either way (the cached bit).
+//
+// Threads: the constructor starts the push threads, StartWalks the walk thread; Stop (or the
+// destructor) drains nothing more, wakes them and joins them. Stop before the fuse_session is
+// destroyed.
 // Thread-safety: every other method is safe for concurrent use (atomic bitmaps sized at
 // construction to the filesystem's largest inode number; larger inode numbers are never wanted).
 #pragma once
@@ -66,6 +74,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -85,6 +94,8 @@ class InodeBits {
   bool Test(uint64_t ino) const;
   // Clears the bit; returns whether it was set.
   bool TestAndClear(uint64_t ino);
+  // Sets the bit; returns whether it was set before (false for numbers past the set).
+  bool TestAndSet(uint64_t ino);
 
  private:
   uint64_t max_ino_;
@@ -99,6 +110,17 @@ class Pusher {
     std::vector<Filesystem::Follower> followers;  // spans into buf
     uint64_t dir = 0;                             // their directory
   };
+  // Entries of a directory and their bytes (Filesystem::Children).
+  using Children = std::function<Filesystem::ChildSpan(uint64_t dir)>;
+  // Bytes the page cache can take without evicting (core/read/page_cache.h; nullopt: unknown).
+  using Room = std::function<std::optional<uint64_t>()>;
+  // Room kept free (as the directory stream does), and windows between two looks at it.
+  static constexpr uint64_t kWalkReserve = 64ull << 20;
+  static constexpr int kWalkCheckEvery = 8;
+  // Reads file `ino` whole, with the wanted files that follow it in one window, into `job`
+  // (`ino` itself first among its followers); false when it cannot (not a small zip/tar member
+  // on a local file system, or a read error: the file is then read through requests).
+  using ReadRun = std::function<bool(uint64_t ino, Job* job)>;
   static constexpr uint64_t kPushAfterPercent = 15;
   static constexpr size_t kMaxDirs = 65536;
   // LOOKUPs an inode stays fresh for (not pushed): far more than the readers a client runs.
@@ -142,15 +164,27 @@ class Pusher {
   // they would likely be dropped.
   bool Busy() const { return busy_.load(std::memory_order_relaxed); }
   // Hands a job to the push thread (after the reply to its read). Its followers count as given
-  // to the kernel from now on, so the next reads do not pick them again; a job that does not
-  // fit the queue is released at once, its followers not pushed.
+  // to the kernel from now on, so the next reads do not pick them again (those another read or
+  // a walk took since this one picked them are left out); a job that does not fit the queue is
+  // released at once, its followers not pushed.
   void Enqueue(Job job);
-  // Stops the push thread (jobs still queued are released without pushing). Idempotent.
+  // Starts the walk thread: from now on each directory that becomes ready is walked (above),
+  // when the page cache has room for its bytes twice (in the shard and in the files) and
+  // kWalkReserve; a walk stops when the room falls below what is left of it. Call once, before
+  // serving.
+  void StartWalks(Children children, ReadRun read_run, Room room);
+  // Stops the push and walk threads (jobs still queued are released without pushing).
+  // Idempotent.
   void Stop();
 
  private:
   void Run();
+  void RunWalks();
+  void Walk(uint64_t dir);
+  bool Stopping();
   void PushOne(const Job& job);
+  // Takes the followers of `job` not taken yet (sets their cached bit), drops the others.
+  void Claim(Job& job);
   void Release(Job& job);
 
   fuse_session* se_;
@@ -189,6 +223,13 @@ class Pusher {
   std::atomic<bool> busy_{false};  // queued_bytes_ > queue_max_ / 2
   bool stop_ = false;
   std::vector<std::thread> threads_;
+
+  Children walk_children_;
+  ReadRun walk_read_;
+  Room walk_room_;
+  std::condition_variable walk_cv_;  // with mu_
+  std::deque<uint64_t> walks_;       // ready directories still to walk
+  std::thread walk_thread_;
 };
 
 }  // namespace packfs

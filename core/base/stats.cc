@@ -55,7 +55,9 @@ std::string Stats::ToJson(const std::string& extra) const {
          ", \"dropped\": " + push(PushEvent::kDropped) +
          ", \"paused\": " + push(PushEvent::kPaused) +
          ", \"evicted_windows\": " + push(PushEvent::kEvictedWindow) +
-         ", \"busy\": " + push(PushEvent::kBusy) + "},\n";
+         ", \"busy\": " + push(PushEvent::kBusy) +
+         ", \"walked_dirs\": " + push(PushEvent::kWalk) +
+         ", \"walk_no_room\": " + push(PushEvent::kWalkNoRoom) + "},\n";
   auto hint = [&](HintEvent e) { return std::to_string(hint_count(e)); };
   out += "  \"hint\": {\"wide\": " + hint(HintEvent::kWide) +
          ", \"resident\": " + hint(HintEvent::kResident) +

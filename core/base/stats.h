@@ -53,10 +53,11 @@ class Stats {
   // pushed before (its pushed pages were evicted before it was read: a wasted push), reads
   // whose followers were not pushed because the push queue was full, pauses of pushing because
   // pushed files, or the shard bytes of the windows read to push them, were being evicted
-  // before their read (memory too short for it), and such windows found evicted.
+  // before their read (memory too short for it), such windows found evicted, and directories
+  // walked (pushed through in shard order once ready: Pusher::Walk) or not for want of room.
   enum class PushEvent : uint8_t {
     kWindow = 0, kFile, kUnknownInode, kFailed, kReread, kDropped, kPaused, kEvictedWindow,
-    kBusy, kCount
+    kBusy, kWalk, kWalkNoRoom, kCount
   };
   void CountPush(PushEvent e, uint64_t bytes = 0) {
     push_[static_cast<size_t>(e)].fetch_add(1, std::memory_order_relaxed);

@@ -416,6 +416,26 @@ uint64_t Filesystem::ChildCount(uint64_t dir) const {
   return node.ok() && node->is_dir() ? node->child_count : 0;
 }
 
+Filesystem::ChildSpan Filesystem::Children(uint64_t dir) const {
+  ChildSpan span;
+  Result<Node> node = GetNode(dir);
+  if (!node.ok() || !node->is_dir()) return span;
+  span.first = node->first_child;
+  span.count = node->child_count;
+  bool first_file = true;
+  (void)catalog_->ForRange(span.first, span.first + span.count, [&](Node&& n) {
+    if (n.is_dir()) return true;
+    span.bytes += n.size;
+    if (first_file) {
+      first_file = false;
+      const PackSet* set = ToSource(n).set;
+      span.local_members = !set->raw_members() && !set->on_network_fs();
+    }
+    return true;
+  });
+  return span;
+}
+
 uint64_t Filesystem::max_ino() const {
   const CatalogTotals& t = catalog_->totals();
   return t.files + t.directories;

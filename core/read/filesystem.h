@@ -200,6 +200,16 @@ class Filesystem {
       std::span<uint8_t> into = {}) const;
   // Entries of directory `dir` (0 when it is not one).
   uint64_t ChildCount(uint64_t dir) const;
+  // Its entries' inode numbers, [first, first + count) in name order, their files' bytes (all
+  // zero when `dir` is not a directory), and whether its first file is a member of a zip/tar
+  // shard on a local file system (ReadThrough gives followers there, and only there).
+  struct ChildSpan {
+    uint64_t first = 0;
+    uint64_t count = 0;
+    uint64_t bytes = 0;
+    bool local_members = false;
+  };
+  ChildSpan Children(uint64_t dir) const;
   // Directory `dir` is being read through (most of its files will be read): its files' extents
   // in shard files (local, or on a network file system; not remote sources) are read into the
   // page cache from now on, once per mount, when memory has room (core/read/dir_stream.h).

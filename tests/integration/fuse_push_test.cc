@@ -9,7 +9,9 @@
 // system a walk in shard order leaves the hint to the kernel's read-ahead. A file looked up just
 // before a neighbour's read is not pushed (its own READ is coming); one statted long before is.
 // Shards on a network file system push nothing, and a file read there after a listing gets the
-// lookup's hint at its first READ.
+// lookup's hint at its first READ. Once a directory is past its first 15% after a listing, a walk
+// pushes the rest of it (each file once, never a damaged one); -o nowalk leaves pushing to the
+// reads, as the tests of the reads' own pushes mount.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -43,6 +45,8 @@ constexpr uint64_t kWindow = 256 * 1024;  // the tests mount with -o push=256K
 // Files of d/ read before pushing starts: 15% of its 80 (Pusher::kPushAfterPercent).
 constexpr int kWarmup = 12;
 const std::vector<std::string> kPush = {"-o", "push=256K"};
+// The reads' own pushes, without the walk of a ready directory.
+const std::vector<std::string> kReadsPush = {"-o", "push=256K,nowalk"};
 
 std::string Name(int i) {
   char buf[32];
@@ -166,7 +170,7 @@ size_t ResidentPages(const std::string& shard, uint64_t from, uint64_t to, bool 
 }
 
 TEST_F(FusePushTest, AfterAListingTheFollowersOfAReadComeWithoutRequests) {
-  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kReadsPush);
   ASSERT_TRUE(mount.ok()) << mount.result().err;
   const std::string mnt = mount.path();
   List(mnt + "/d");
@@ -190,6 +194,39 @@ TEST_F(FusePushTest, AfterAListingTheFollowersOfAReadComeWithoutRequests) {
   EXPECT_EQ(SettledPush(mnt)["paused"].get<int>(), 0);
 }
 
+TEST_F(FusePushTest, AReadyDirectoryIsWalkedAfterAListing) {
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  const std::string mnt = mount.path();
+  List(mnt + "/d");
+  List(mnt + "/e");
+  WarmUp(mnt);  // d/ is ready: the walk pushes the rest of it, and nothing of e/
+  nlohmann::json push = SettledPush(mnt);
+  EXPECT_EQ(push["walked_dirs"].get<int>(), 1) << push;
+  EXPECT_EQ(push["files"].get<int>(), kFiles - kWarmup) << push;
+  EXPECT_EQ(push["unknown_inode"].get<int>(), 0) << push;
+  EXPECT_EQ(push["failed"].get<int>(), 0) << push;
+  const uint64_t reads = Reads(mnt);
+  for (int i = 0; i < kFiles - kWarmup; ++i) {
+    EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files_[i]) << Name(i);
+  }
+  EXPECT_EQ(Reads(mnt), reads) << "walked files were read through requests";
+  EXPECT_EQ(testing::ReadFile(mnt + "/e/next-dir.bin"), testing::RandomBytes(5000, 999));
+  EXPECT_EQ(Reads(mnt), reads + 1);
+  EXPECT_EQ(SettledPush(mnt)["reread"].get<int>(), 0);
+}
+
+TEST_F(FusePushTest, OptionNowalkLeavesPushingToTheReads) {
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kReadsPush);
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  const std::string mnt = mount.path();
+  List(mnt + "/d");
+  WarmUp(mnt);
+  nlohmann::json push = SettledPush(mnt);
+  EXPECT_EQ(push["walked_dirs"].get<int>(), 0) << push;
+  EXPECT_EQ(push["files"].get<int>(), 0) << push;
+}
+
 TEST_F(FusePushTest, ASampleOfADirectoryPushesNothing) {
   Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
   ASSERT_TRUE(mount.ok()) << mount.result().err;
@@ -201,6 +238,7 @@ TEST_F(FusePushTest, ASampleOfADirectoryPushesNothing) {
     EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files_[i]) << Name(i);
   }
   EXPECT_EQ(SettledPush(mnt)["files"].get<int>(), 0);
+  EXPECT_EQ(SettledPush(mnt)["walked_dirs"].get<int>(), 0);
   EXPECT_GE(Reads(mnt), reads + kFiles / 10);
   EXPECT_EQ(MountStats(mnt)["dir_stream"]["extents"].get<int>(), 0);  // nor streamed
 }
@@ -256,10 +294,12 @@ TEST_F(FusePushTest, ByPathNothingIsPushedAndTheDirectoryBoundaryHolds) {
   Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
   ASSERT_TRUE(mount.ok()) << mount.result().err;
   const std::string mnt = mount.path();
-  // No listing: the kernel holds no inode of the neighbours, so none is pushed (or tried).
+  // No listing: the kernel holds no inode of the neighbours, so none is pushed (or tried), by
+  // the reads or by the walk of the ready directory.
   WarmUp(mnt);
   EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(0)), files_[0]);
   nlohmann::json push = SettledPush(mnt);
+  EXPECT_EQ(push["walked_dirs"].get<int>(), 1) << push;
   EXPECT_EQ(push["files"].get<int>(), 0) << push;
   EXPECT_EQ(push["unknown_inode"].get<int>(), 0) << push;
   uint64_t reads = Reads(mnt);
@@ -312,7 +352,7 @@ TEST(FusePushLookupTest, FilesStattedLongBeforeTheirReadArePushed) {
                             tmp / "media"});
   ASSERT_EQ(pack.exit_code, 0) << pack.err;
   ASSERT_EQ(::mkdir((tmp / "mnt").c_str(), 0755), 0);
-  Mount mount({tmp / "media"}, tmp / "mnt", kPush);
+  Mount mount({tmp / "media"}, tmp / "mnt", kReadsPush);
   ASSERT_TRUE(mount.ok()) << mount.result().err;
   const std::string mnt = mount.path();
   struct stat st;
@@ -416,7 +456,7 @@ TEST_F(FusePushTest, PushingPausesWhilePushedFilesAreEvictedBeforeTheirRead) {
   auto pack = testing::Run({testing::MkpackPath(), "pack", "--no-fsync", tmp_ / "many",
                             tmp_ / "many-media"});
   ASSERT_EQ(pack.exit_code, 0) << pack.err;
-  Mount mount({tmp_ / "many-media"}, tmp_ / "mnt", kPush);
+  Mount mount({tmp_ / "many-media"}, tmp_ / "mnt", kReadsPush);
   ASSERT_TRUE(mount.ok()) << mount.result().err;
   const std::string mnt = mount.path();
   List(mnt + "/t");
@@ -490,27 +530,34 @@ TEST_F(FusePushTest, AFollowerWithBadBytesIsNeverPushed) {
   const timespec times[2] = {before.st_atim, before.st_mtim};
   ASSERT_EQ(::utimensat(AT_FDCWD, shard.c_str(), times, 0), 0);
 
-  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
-  ASSERT_TRUE(mount.ok()) << mount.result().err;
-  const std::string mnt = mount.path();
-  List(mnt + "/d");
-  WarmUp(mnt);
-  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(0)), files_[0]);
-  nlohmann::json push = SettledPush(mnt);
-  EXPECT_EQ(push["files"].get<int>(), in_window_ - 1) << push;
-  uint64_t reads = Reads(mnt);
-  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(1)), files_[1]);
-  EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(3)), files_[3]);
-  EXPECT_EQ(Reads(mnt), reads) << "the good followers were pushed";
-  // The damaged one was left to its own read, which fails its CRC-32 check: EIO.
-  int fd = ::open((mnt + "/" + Name(2)).c_str(), O_RDONLY);
-  ASSERT_GE(fd, 0);
-  std::string buf(1 << 16, '\0');
-  errno = 0;
-  EXPECT_EQ(::read(fd, buf.data(), buf.size()), -1);
-  EXPECT_EQ(errno, EIO);
-  ::close(fd);
-  EXPECT_GT(Reads(mnt), reads);
+  for (bool walk : {false, true}) {
+    SCOPED_TRACE(walk ? "walked" : "-o nowalk");
+    Mount mount({tmp_ / "media"}, tmp_ / "mnt", walk ? kPush : kReadsPush);
+    ASSERT_TRUE(mount.ok()) << mount.result().err;
+    const std::string mnt = mount.path();
+    List(mnt + "/d");
+    WarmUp(mnt);
+    int pushed = kFiles - kWarmup - 1;  // the walk: all of d/ left but the damaged one
+    if (!walk) {
+      EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(0)), files_[0]);
+      pushed = in_window_ - 1;
+    }
+    nlohmann::json push = SettledPush(mnt);
+    EXPECT_EQ(push["files"].get<int>(), pushed) << push;
+    uint64_t reads = Reads(mnt);
+    EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(1)), files_[1]);
+    EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(3)), files_[3]);
+    EXPECT_EQ(Reads(mnt), reads) << "the good followers were pushed";
+    // The damaged one was left to its own read, which fails its CRC-32 check: EIO.
+    int fd = ::open((mnt + "/" + Name(2)).c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    std::string buf(1 << 16, '\0');
+    errno = 0;
+    EXPECT_EQ(::read(fd, buf.data(), buf.size()), -1);
+    EXPECT_EQ(errno, EIO);
+    ::close(fd);
+    EXPECT_GT(Reads(mnt), reads);
+  }
 }
 
 // On a network file system (here: the shards read through a packfs mount, a FUSE file system)

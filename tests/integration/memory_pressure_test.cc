@@ -3,8 +3,9 @@
 // pauses once the files it brought are found evicted by reclaim at their own lookup; after a
 // listing, pushing pauses once the shard windows read for it are found evicted
 // (core/read/payoff.h); a directory read through is not streamed into the page cache there
-// (core/read/dir_stream.h). The same epochs with memory to spare find them cached and never
-// pause, and stream the directory. Real mounts, a
+// (core/read/dir_stream.h), nor walked to push the rest of it (fuse/push.h). The same epochs
+// with memory to spare find them cached and never pause, and stream and walk the directory.
+// Real mounts, a
 // real cgroup (v1's memory hierarchy or v2), counts from user.packfs.stats. Skipped, visibly,
 // where this process cannot make a memory cgroup.
 #include <fcntl.h>
@@ -227,6 +228,8 @@ TEST_F(MemoryPressureTest, WithMemoryToSpareAnEpochAfterAListingPushesAndNeverPa
   EXPECT_LT(push["evicted_windows"].get<int>(), push["reads"].get<int>() / 50 + 2) << push;
   EXPECT_LT(push["reread"].get<int>(), kSmallFiles / 100) << push;
   EXPECT_EQ(push["paused"].get<int>(), 0) << push;
+  EXPECT_EQ(push["walked_dirs"].get<int>(), 1) << push;
+  EXPECT_EQ(push["walk_no_room"].get<int>(), 0) << push;
 }
 
 TEST_F(MemoryPressureTest, WhenPushedWindowsAreEvictedFirstPushingPauses) {
@@ -238,6 +241,8 @@ TEST_F(MemoryPressureTest, WhenPushedWindowsAreEvictedFirstPushingPauses) {
   EXPECT_GT(push["evicted_windows"].get<int>(), 0) << push;
   EXPECT_GE(push["paused"].get<int>(), 1) << push;
   EXPECT_LT(push["files"].get<int>(), kSmallFiles / 2) << push;
+  EXPECT_EQ(push["walked_dirs"].get<int>(), 0) << push;
+  EXPECT_EQ(push["walk_no_room"].get<int>(), 1) << push;
 }
 
 }  // namespace

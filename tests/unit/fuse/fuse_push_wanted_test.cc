@@ -1,7 +1,8 @@
 // Pusher::Wanted: which inodes a read may push. One the kernel got from READDIRPLUS is wanted at
 // once; one it got from a LOOKUP only after Pusher::kFreshLookups later lookups (by path its own
 // reader is about to READ it); none once read (Served) or forgotten. No session is needed for
-// these (the push thread only runs for jobs).
+// these (the push thread only runs for jobs). InodeBits::TestAndSet, with which pushes claim a
+// file once.
 #include "fuse/push.h"
 
 #include <gtest/gtest.h>
@@ -49,6 +50,19 @@ TEST(PusherWantedTest, ALookedUpInodeIsWantedOnlyAfterTheNextLookups) {
   pusher.LookedUp(20);
   pusher.Known(20);
   EXPECT_FALSE(pusher.Wanted(20));
+}
+
+TEST(InodeBitsTest, TestAndSetTellsWhoTookABitFirst) {
+  InodeBits bits(kMaxIno);
+  EXPECT_FALSE(bits.TestAndSet(64));  // taken now
+  EXPECT_TRUE(bits.TestAndSet(64));   // by someone before
+  EXPECT_TRUE(bits.Test(64));
+  EXPECT_FALSE(bits.Test(63));
+  EXPECT_FALSE(bits.Test(65));
+  EXPECT_TRUE(bits.TestAndClear(64));
+  EXPECT_FALSE(bits.TestAndSet(64));
+  EXPECT_FALSE(bits.TestAndSet(kMaxIno + 1));  // past the set: never held
+  EXPECT_FALSE(bits.Test(kMaxIno + 1));
 }
 
 }  // namespace
