@@ -11,7 +11,8 @@ their shards' order), read in a shuffled order that differs per repeat. Contende
 raw pread of the same bytes from the shards (fds opened before the clock starts: the limit of
 the storage in this pattern), packfs (and packfs -o io_uring where the kernel has it, and
 packfs -o nopush: what pushing a read's followers into the page cache buys, and packfs -o
-nostream: what streaming the directories it reads through buys), packfs with the
+nostream: what streaming the directories it reads through buys, and packfs -o nowalk: what
+walking them to push the rest buys), packfs with the
 shards the epoch reads already in the page cache ("shards cached": no disk read in the pass, so
 what is left is the cost of the mount's requests, the limit of a FUSE mount in this pattern),
 squashfuse over an uncompressed squashfs of the same files. Every contender is checked byte for
@@ -78,6 +79,9 @@ def make_contenders(ds, args, work, uring, shards):
         # What streaming the directories an epoch reads through buys (core/read/dir_stream.h).
         cs.append(Contender("packfs -o nostream", mnt("packfs-nostream"),
                             dev + ["-o", "nostream", ds.packdir, mnt("packfs-nostream")]))
+        # What walking a ready directory to push the rest of it buys (fuse/push.h).
+        cs.append(Contender("packfs -o nowalk", mnt("packfs-nowalk"),
+                            dev + ["-o", "nowalk", ds.packdir, mnt("packfs-nowalk")]))
         cs.append(Contender("squashfuse", mnt("squashfuse"),
                             ["squashfuse", ds.ensure_squash(), mnt("squashfuse")]))
     return cs

@@ -429,7 +429,7 @@ Filesystem::ChildSpan Filesystem::Children(uint64_t dir) const {
     if (first_file) {
       first_file = false;
       const PackSet* set = ToSource(n).set;
-      span.local_members = !set->raw_members() && !set->on_network_fs();
+      span.local_members = set->shard_files() && !set->raw_members() && !set->on_network_fs();
     }
     return true;
   });

@@ -202,7 +202,8 @@ class Filesystem {
   uint64_t ChildCount(uint64_t dir) const;
   // Its entries' inode numbers, [first, first + count) in name order, their files' bytes (all
   // zero when `dir` is not a directory), and whether its first file is a member of a zip/tar
-  // shard on a local file system (ReadThrough gives followers there, and only there).
+  // shard file on a local file system (ReadThrough gives followers there, and only there: not
+  // for remote objects nor on a network file system).
   struct ChildSpan {
     uint64_t first = 0;
     uint64_t count = 0;

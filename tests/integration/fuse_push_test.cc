@@ -716,9 +716,11 @@ TEST(FuseNetworkPushTest, ShardsOnANetworkFileSystemPushNothing) {
     if (network) {
       EXPECT_EQ(push["reads"].get<int>(), 0) << push;
       EXPECT_EQ(push["files"].get<int>(), 0) << push;
+      EXPECT_EQ(push["walked_dirs"].get<int>(), 0) << push;
       EXPECT_GE(Reads(mnt), 10u + kN * 16 / 100);
     } else {
       EXPECT_GT(push["files"].get<int>(), 3) << push;
+      EXPECT_EQ(push["walked_dirs"].get<int>(), 1) << push;
     }
   }
 }

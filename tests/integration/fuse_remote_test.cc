@@ -3,13 +3,16 @@
 // read counted in nginx's access log), an http set without a catalog (refused with advice),
 // moto S3 with signed requests (with a catalog) and unsigned (listed and indexed at mount), a
 // stale catalog and shards replaced on the server under a live mount (EIO on their members only,
-// found by the shard's first GET or by If-Match; the daemon keeps serving).
+// found by the shard's first GET or by If-Match; the daemon keeps serving); a directory read
+// through after a listing is not walked (no GET for a file nobody asked for).
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +20,8 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -153,6 +158,36 @@ TEST_F(RemoteMountTest, SmallFileFirstReadIsOneRangedGet) {
   // A second read comes from the page cache (or at worst one more GET), never a header read.
   ASSERT_EQ(ReadAll(path, &bytes), 0);
   EXPECT_LE(server_->SettledRequests(uri), before + 2);
+}
+
+// A directory read through after a listing is not walked on a remote set (fuse/push.h): its
+// files are not pushed, so no GET is sent for a file nobody asked for.
+TEST_F(RemoteMountTest, AListedDirectoryReadThroughIsNotWalked) {
+  Mount m({server_->url() + "/media"}, Mnt(), CacheArgs());
+  ASSERT_TRUE(m.ok()) << m.result().err;
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(Mnt() + "/small/d1")) {
+    names.push_back(e.path().filename().string());
+  }
+  ASSERT_EQ(names.size(), 10u);
+  std::sort(names.begin(), names.end());
+  const std::string shard_url =
+      testing::XattrText(Mnt() + "/small/d1/" + names[0], "user.packfs.shard");
+  ASSERT_FALSE(shard_url.empty());
+  const std::string uri = shard_url.substr(server_->url().size());
+  const size_t before = server_->SettledRequests(uri);
+  for (int i = 7; i < 10; ++i) {  // 30% of d1, past the push rule's 15%
+    std::string bytes;
+    ASSERT_EQ(ReadAll(Mnt() + "/small/d1/" + names[i], &bytes), 0);
+    EXPECT_TRUE(bytes == testing::ReadFile(*tmp_ / ("src/small/d1/" + names[i]))) << names[i];
+  }
+  const size_t after = server_->SettledRequests(uri);
+  EXPECT_LE(after, before + 3) << server_->AccessLog();
+  const nlohmann::json push = testing::MountStats(Mnt())["push"];
+  EXPECT_EQ(push["walked_dirs"].get<int>(), 0) << push;
+  EXPECT_EQ(push["files"].get<int>(), 0) << push;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(server_->SettledRequests(uri), after) << "GETs sent after the reads";
 }
 
 TEST_F(RemoteMountTest, HttpWithoutCatalogIsRefusedWithAdvice) {
