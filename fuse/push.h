@@ -53,9 +53,13 @@
 // Walking a ready directory: pushing followers from READs reads windows that overlap (a window
 // spans the files pushed before it) and leaves to chance which files are pushed before their
 // reader comes. Once a directory is ready, a walk thread of its own goes through it in shard
-// order and pushes every file still wanted, a window at a time, each byte read once (measured
-// after a scan: see StartWalks). READs go on pushing their followers meanwhile; a file is
-// given once either way (the cached bit).
+// order and pushes every file still wanted, a window at a time, each byte read once. READs go
+// on pushing their followers meanwhile; a file is given once either way (claimed with its cached
+// bit). Measured (an epoch after a scan, 30,000 files, 2026-12-05): 0.29 READs a file against
+// 0.38 without the walk, 1.16x / 1.24x the files per second with 2 / 8 readers. A walk of its
+// own thread, not a push thread's: on one of the two push threads it held up the reads' pushes
+// (8 readers: 29.1k against 30.0k files/s without it). Only local shard files: on a network
+// file system or a remote set it would fetch files nobody asked for yet.
 //
 // Threads: the constructor starts the push threads, StartWalks the walk thread; Stop (or the
 // destructor) drains nothing more, wakes them and joins them. Stop before the fuse_session is
