@@ -503,8 +503,8 @@ int main(int argc, char** argv) {
   app.add_option("-o", cli.o,
                  "mount options: allow_other, uid=N, gid=N, umask=OCTAL, max_read=N, "
                  "read_ahead=SIZE, catalog=PATH|none, threads=N, on_collision=first|last, "
-                 "log=FILE, nonempty, nocrc, push=SIZE, nopush, nostream, nowalk, nozerocopy, open, "
-                 "io_uring, noio_uring, ...")
+                 "log=FILE, nonempty, nocrc, push=SIZE, nopush, nostream, nowalk, nozerocopy, "
+                 "open, io_uring, noio_uring, ...")
       ->allow_extra_args(false);
   app.add_option("--threads", cli.threads, "FUSE worker threads (default 8)")
       ->check(CLI::Range(1, 1024));
