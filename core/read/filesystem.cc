@@ -425,12 +425,14 @@ Filesystem::ChildSpan Filesystem::Children(uint64_t dir) const {
   bool first_file = true;
   (void)catalog_->ForRange(span.first, span.first + span.count, [&](Node&& n) {
     if (n.is_dir()) return true;
-    span.bytes += n.size;
     if (first_file) {
       first_file = false;
       const PackSet* set = ToSource(n).set;
       span.local_members = set->shard_files() && !set->raw_members() && !set->on_network_fs();
+      // Not walked: the rest of the rows is not worth reading (a remote catalog's pages).
+      if (!span.local_members) return false;
     }
+    span.bytes += n.size;
     return true;
   });
   return span;

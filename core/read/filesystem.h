@@ -200,10 +200,10 @@ class Filesystem {
       std::span<uint8_t> into = {}) const;
   // Entries of directory `dir` (0 when it is not one).
   uint64_t ChildCount(uint64_t dir) const;
-  // Its entries' inode numbers, [first, first + count) in name order, their files' bytes (all
-  // zero when `dir` is not a directory), and whether its first file is a member of a zip/tar
-  // shard file on a local file system (ReadThrough gives followers there, and only there: not
-  // for remote objects nor on a network file system).
+  // Its entries' inode numbers, [first, first + count) in name order, whether its first file is
+  // a member of a zip/tar shard file on a local file system (ReadThrough gives followers there,
+  // and only there: not for remote objects nor on a network file system), and, only when it is,
+  // its files' bytes (the rows are not read further otherwise). All zero when not a directory.
   struct ChildSpan {
     uint64_t first = 0;
     uint64_t count = 0;
