@@ -11,9 +11,9 @@ their shards' order), read in a shuffled order that differs per repeat. Contende
 raw pread of the same bytes from the shards (fds opened before the clock starts: the limit of
 the storage in this pattern), packfs (and packfs -o io_uring where the kernel has it, and
 packfs -o nopush: what pushing a read's followers into the page cache buys, and packfs -o
-nostream: what streaming the directories it reads through buys, and packfs -o nowalk: what
-walking them to push the rest buys), packfs with the
-shards the epoch reads already in the page cache ("shards cached": no disk read in the pass, so
+nostream: what streaming the directories it reads through buys, packfs -o nowalk: what
+walking them to push the rest buys, and packfs -o nolist: what listing them by path buys),
+packfs with the shards the epoch reads already in the page cache ("shards cached": no disk read in the pass, so
 what is left is the cost of the mount's requests, the limit of a FUSE mount in this pattern),
 squashfuse over an uncompressed squashfs of the same files. Every contender is checked byte for
 byte on a few hundred files first (bench_small.check). Repeats are interleaved; every pass is a
@@ -82,6 +82,9 @@ def make_contenders(ds, args, work, uring, shards):
         # What walking a ready directory to push the rest of it buys (fuse/push.h).
         cs.append(Contender("packfs -o nowalk", mnt("packfs-nowalk"),
                             dev + ["-o", "nowalk", ds.packdir, mnt("packfs-nowalk")]))
+        # What listing a directory read through by path buys (fuse/dir_lister.h).
+        cs.append(Contender("packfs -o nolist", mnt("packfs-nolist"),
+                            dev + ["-o", "nolist", ds.packdir, mnt("packfs-nolist")]))
         cs.append(Contender("squashfuse", mnt("squashfuse"),
                             ["squashfuse", ds.ensure_squash(), mnt("squashfuse")]))
     return cs

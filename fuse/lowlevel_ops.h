@@ -64,6 +64,10 @@ struct ServeConfig {
   // Once a directory is ready for pushing, a thread walks it in shard order and pushes every
   // file the kernel holds and has not been given (Pusher::StartWalks; -o nowalk: off).
   bool walk_dirs = true;
+  // Once a directory is ready for pushing, a thread lists it through the mount, so that the rest
+  // of its files are opened without a LOOKUP and can be pushed (fuse/dir_lister.h; -o nolist:
+  // off).
+  bool list_dirs = true;
 };
 
 struct SessionState {

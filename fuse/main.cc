@@ -350,9 +350,11 @@ int RunMount(const Plan& plan, int ready_fd) {
     // Where the messages go, for whoever wonders (user.packfs.stats).
     opened.fs.extra_stats = [file = log.file()] { return "\"log_file\": " + JsonString(file); };
   }
-  // What the allocator holds, so that memory it keeps freed is told from memory in use.
+  // What the allocator holds, so that memory it keeps freed is told from memory in use; and
+  // which process serves the mount (fuse/dir_lister.h recognises its own mount by it).
   opened.fs.extra_stats = [before = opened.fs.extra_stats] {
-    return (before ? before() + ", " : std::string()) + MallocJson();
+    return (before ? before() + ", " : std::string()) + "\"pid\": " + std::to_string(::getpid()) +
+           ", " + MallocJson();
   };
   if (AnyRemote(plan.sources)) {
     // One reader for every remote source: one memory bound, one set of read-ahead threads
@@ -387,6 +389,7 @@ int RunMount(const Plan& plan, int ready_fd) {
   if (!plan.mount.prefetch) config.prefetch_max = 0;
   if (plan.mount.push_window) config.push_window = *plan.mount.push_window;
   config.walk_dirs = plan.mount.walk;
+  config.list_dirs = plan.mount.list;
   config.max_read = plan.mount.max_read.value_or(config.max_read);
   // Replies larger than a pipe can hold are copied (libfuse would allocate one per reply), and
   // where a pipe cannot hold a 1 MiB reply (without CAP_SYS_RESOURCE, as in most containers)
@@ -503,8 +506,8 @@ int main(int argc, char** argv) {
   app.add_option("-o", cli.o,
                  "mount options: allow_other, uid=N, gid=N, umask=OCTAL, max_read=N, "
                  "read_ahead=SIZE, catalog=PATH|none, threads=N, on_collision=first|last, "
-                 "log=FILE, nonempty, nocrc, push=SIZE, nopush, nostream, nowalk, nozerocopy, "
-                 "open, io_uring, noio_uring, ...")
+                 "log=FILE, nonempty, nocrc, push=SIZE, nopush, nostream, nowalk, nolist, "
+                 "nozerocopy, open, io_uring, noio_uring, ...")
       ->allow_extra_args(false);
   app.add_option("--threads", cli.threads, "FUSE worker threads (default 8)")
       ->check(CLI::Range(1, 1024));

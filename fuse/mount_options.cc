@@ -84,6 +84,8 @@ Status ParseMountOptions(std::string_view list, MountOptions* out) {
       out->stream = false;
     } else if (opt == "nowalk") {
       out->walk = false;
+    } else if (opt == "nolist") {
+      out->list = false;
     } else if (name == "push") {
       Result<uint64_t> v = ParseByteSize(value);
       if (!v.ok()) return v.status().WithPrefix("-o push");

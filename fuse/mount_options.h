@@ -34,6 +34,7 @@ struct MountOptions {
   bool prefetch = true;                     // -o noprefetch: no read-ahead at lookup
   bool stream = true;                       // -o nostream: no directory streaming
   bool walk = true;                         // -o nowalk: no walks of ready directories
+  bool list = true;                         // -o nolist: no listings of ready directories
   std::optional<uint64_t> push_window;      // -o push=SIZE (bytes), -o nopush (0)
   bool crc = true;                          // -o nocrc: no CRC-32 checks of members
   bool debug = false;                       // -o debug

@@ -74,10 +74,12 @@ void Pusher::Stop() {
   }
   cv_.notify_all();
   walk_cv_.notify_all();
+  list_cv_.notify_all();
   for (std::thread& t : threads_) {
     if (t.joinable()) t.join();
   }
   if (walk_thread_.joinable()) walk_thread_.join();
+  if (list_thread_.joinable()) list_thread_.join();
   std::lock_guard<std::mutex> lock(mu_);
   for (Job& job : queue_) Release(job);
   queue_.clear();
@@ -143,15 +145,15 @@ Pusher::DirCount Pusher::Count(uint64_t dir, uint64_t add) {
   // directory cross the rule.
   if (add && Ready(*out) && !Ready(DirCount{out->children, out->served - add})) {
     if (on_ready_) on_ready_(dir);
-    bool walk = false;
+    bool queued = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (walk_read_ && !stop_) {
-        walks_.push_back(dir);
-        walk = true;
-      }
+      queued = QueueReadyLocked(dir);
     }
-    if (walk) walk_cv_.notify_one();
+    if (queued) {
+      list_cv_.notify_one();
+      walk_cv_.notify_one();
+    }
   }
   return *out;
 }
@@ -225,6 +227,28 @@ void Pusher::StartWalks(Children children, ReadRun read_run, Room room) {
   walk_thread_ = std::thread([this] { RunWalks(); });
 }
 
+void Pusher::StartLists(List list, Room room) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (list_ || stop_) return;
+    list_ = std::move(list);
+    list_room_ = std::move(room);
+  }
+  list_thread_ = std::thread([this] { RunLists(); });
+}
+
+bool Pusher::QueueReadyLocked(uint64_t dir) {
+  if (stop_) return false;
+  if (list_) {
+    lists_.push_back(dir);
+  } else if (walk_read_) {
+    walks_.push_back(dir);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 bool Pusher::Stopping() {
   std::lock_guard<std::mutex> lock(mu_);
   return stop_;
@@ -240,6 +264,31 @@ void Pusher::RunWalks() {
     lock.unlock();
     Walk(dir);
     lock.lock();
+  }
+}
+
+void Pusher::RunLists() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    list_cv_.wait(lock, [this] { return stop_ || !lists_.empty(); });
+    if (stop_) return;
+    const uint64_t dir = lists_.front();
+    lists_.pop_front();
+    lock.unlock();
+    const uint64_t entries = children_ ? children_(dir) : 0;
+    const std::optional<uint64_t> room = list_room_ ? list_room_() : std::nullopt;
+    if (!room || *room < entries * kListBytesPerEntry + kWalkReserve) {
+      stats_.CountPush(Stats::PushEvent::kListNoRoom);
+    } else if (list_(dir)) {
+      stats_.CountPush(Stats::PushEvent::kList);
+    } else {
+      stats_.CountPush(Stats::PushEvent::kListFailed);
+    }
+    lock.lock();
+    if (walk_read_ && !stop_) {
+      walks_.push_back(dir);
+      walk_cv_.notify_one();
+    }
   }
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/read/page_cache.h"
+#include "fuse/dir_lister.h"
 
 namespace packfs {
 namespace {
@@ -109,6 +110,8 @@ constexpr int kPushThreads = 2;
 
 Status ServeMount(const Filesystem& fs, const ServeConfig& config, const SessionParams& params,
                   const Logger& log, std::function<void()> on_ready) {
+  // Before `state`: the pusher's list thread, joined when `state` goes, uses it.
+  std::unique_ptr<DirLister> lister;
   SessionState state;
   state.fs = &fs;
   if (params.read_buffers) state.read_buffers = params.read_buffers;
@@ -162,6 +165,23 @@ Status ServeMount(const Filesystem& fs, const ServeConfig& config, const Session
                           return ReadRun(fs, *state.read_buffers, pusher, ino, job);
                         },
                         [] { return MemoryRoom(); });
+    }
+    if (config.list_dirs && !state.mountpoint.empty()) {
+      // Used by the pusher's list thread only; the first failure is logged (the mount not
+      // reachable at its mountpoint fails every listing).
+      lister = std::make_unique<DirLister>(
+          state.mountpoint, [&fs](uint64_t dir) { return fs.DirPath(dir); });
+      state.pusher->StartLists(
+          [&lister, &log, warned = false](uint64_t dir) mutable {
+            Result<uint64_t> listed = lister->List(dir);
+            if (!listed.ok() && !warned) {
+              warned = true;
+              log.Warning("directories read through are not listed ahead: " +
+                          listed.status().message());
+            }
+            return listed.ok();
+          },
+          [] { return MemoryRoom(); });
     }
   }
   {

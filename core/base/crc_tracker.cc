@@ -33,6 +33,11 @@ CrcTracker::Verdict CrcTracker::verdict(uint64_t id) const {
   return Verdict::kUnknown;
 }
 
+void CrcTracker::MarkGood(uint64_t id) {
+  if (verdict(id) != Verdict::kUnknown || id == 0 || id > max_id_) return;
+  Judge(id, true);
+}
+
 void CrcTracker::Judge(uint64_t id, bool good) {
   std::atomic<uint64_t>* words = good ? good_.get() : bad_.get();
   const uint64_t bit = uint64_t{1} << (id % 64);

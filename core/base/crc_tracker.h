@@ -54,6 +54,9 @@ class CrcTracker {
   // it does; kUnknown while bytes are missing. A member already judged keeps its verdict.
   Outcome Observe(uint64_t id, uint64_t size, uint32_t expected, uint64_t offset,
                   std::span<const uint8_t> data);
+  // Member `id` was found intact by a check of all its bytes made elsewhere (a follower read to
+  // be pushed: PackSet::ReadThrough): judged good, unless it was judged already.
+  void MarkGood(uint64_t id);
 
   Counters counters() const;
 

@@ -57,7 +57,10 @@ std::string Stats::ToJson(const std::string& extra) const {
          ", \"evicted_windows\": " + push(PushEvent::kEvictedWindow) +
          ", \"busy\": " + push(PushEvent::kBusy) +
          ", \"walked_dirs\": " + push(PushEvent::kWalk) +
-         ", \"walk_no_room\": " + push(PushEvent::kWalkNoRoom) + "},\n";
+         ", \"walk_no_room\": " + push(PushEvent::kWalkNoRoom) +
+         ", \"listed_dirs\": " + push(PushEvent::kList) +
+         ", \"list_no_room\": " + push(PushEvent::kListNoRoom) +
+         ", \"list_failed\": " + push(PushEvent::kListFailed) + "},\n";
   auto hint = [&](HintEvent e) { return std::to_string(hint_count(e)); };
   out += "  \"hint\": {\"wide\": " + hint(HintEvent::kWide) +
          ", \"resident\": " + hint(HintEvent::kResident) +

@@ -416,6 +416,14 @@ uint64_t Filesystem::ChildCount(uint64_t dir) const {
   return node.ok() && node->is_dir() ? node->child_count : 0;
 }
 
+std::optional<std::string> Filesystem::DirPath(uint64_t dir) const {
+  Result<Node> node = GetNode(dir);
+  if (!node.ok() || !node->is_dir()) return std::nullopt;
+  Result<std::string> key = catalog_->KeyOf(*node);
+  if (!key.ok()) return std::nullopt;
+  return *key;
+}
+
 Filesystem::ChildSpan Filesystem::Children(uint64_t dir) const {
   ChildSpan span;
   Result<Node> node = GetNode(dir);
@@ -511,8 +519,12 @@ Result<ReadReply> Filesystem::ReadThrough(
   }
   NoteShardUsed(file.shard);
   PACKFS_RETURN_IF_ERROR(ObserveCrc(file, src, offset, *got));
+  // Followers come from the file's shard, and each was checked whole against its CRC-32.
+  const bool crc_checked = !inos.empty() && ChecksCrc(file);
   for (size_t i = 0; i < data.size(); ++i) {
-    if (!data[i].empty()) followers->push_back(Follower{inos[i], data[i]});
+    if (data[i].empty()) continue;
+    followers->push_back(Follower{inos[i], data[i]});
+    if (crc_checked) crc_->MarkGood(inos[i]);
   }
   ReadReply reply;
   reply.bytes = *got;

@@ -211,6 +211,9 @@ class Filesystem {
     bool local_members = false;
   };
   ChildSpan Children(uint64_t dir) const;
+  // The path of directory `dir` in the tree, relative to its root ("" for the root); nullopt
+  // when it is not a directory.
+  std::optional<std::string> DirPath(uint64_t dir) const;
   // Directory `dir` is being read through (most of its files will be read): its files' extents
   // in shard files (local, or on a network file system; not remote sources) are read into the
   // page cache from now on, once per mount, when memory has room (core/read/dir_stream.h).

@@ -1,7 +1,7 @@
 // Pushing a read's neighbours into the kernel's page cache (fuse/push.h), through real mounts:
 // after a listing, once a directory is past its first 15%, reading one file brings the files
 // that follow it in the shard, and reading those sends no READ; a pass that reads a sample of a
-// directory pushes nothing; by path (no listing) nothing is pushed; -o nopush turns it off; a
+// directory pushes nothing; by path with -o nolist nothing is pushed; -o nopush turns it off; a
 // neighbour whose bytes fail their CRC-32 is never pushed; a lookup's prefetch takes the shard past
 // the file only once the directory is warm; pushing pauses while pushed files are evicted before
 // their read; a directory read through by path is streamed into the page cache (and not with
@@ -11,11 +11,14 @@
 // Shards on a network file system push nothing, and a file read there after a listing gets the
 // lookup's hint at its first READ. Once a directory is past its first 15% after a listing, a walk
 // pushes the rest of it (each file once, never a damaged one); -o nowalk leaves pushing to the
-// reads, as the tests of the reads' own pushes mount.
+// reads, as the tests of the reads' own pushes mount. By path, a directory past its first 15% is
+// listed by the mount itself (fuse/dir_lister.h), then walked: the rest of it costs no LOOKUP and
+// no READ; -o nolist leaves the lookups to the readers; a mount stacked over is never listed.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -47,6 +50,8 @@ constexpr int kWarmup = 12;
 const std::vector<std::string> kPush = {"-o", "push=256K"};
 // The reads' own pushes, without the walk of a ready directory.
 const std::vector<std::string> kReadsPush = {"-o", "push=256K,nowalk"};
+// By path as the kernel meets it without a listing: the mount does not list a ready directory.
+const std::vector<std::string> kPushNolist = {"-o", "push=256K,nolist"};
 
 std::string Name(int i) {
   char buf[32];
@@ -250,6 +255,7 @@ TEST_F(FusePushTest, ASampleOfADirectoryPushesNothing) {
   }
   EXPECT_EQ(SettledPush(mnt)["files"].get<int>(), 0);
   EXPECT_EQ(SettledPush(mnt)["walked_dirs"].get<int>(), 0);
+  EXPECT_EQ(SettledPush(mnt)["listed_dirs"].get<int>(), 0);
   EXPECT_GE(Reads(mnt), reads + kFiles / 10);
   EXPECT_EQ(MountStats(mnt)["dir_stream"]["extents"].get<int>(), 0);  // nor streamed
 }
@@ -264,7 +270,7 @@ TEST_F(FusePushTest, ADirectoryReadThroughByPathIsStreamedIntoThePageCache) {
   const size_t pages = (to + 4095) / 4096 - from / 4096;  // as ResidentPages counts them
   for (const bool stream : {true, false}) {
     SCOPED_TRACE(stream ? "streamed" : "-o nostream");
-    std::vector<std::string> opts = kPush;
+    std::vector<std::string> opts = kPushNolist;  // listed, the walk would read d/ as well
     if (!stream) opts.insert(opts.end(), {"-o", "nostream"});
     Mount mount({tmp_ / "media"}, tmp_ / "mnt", opts);
     ASSERT_TRUE(mount.ok()) << mount.result().err;
@@ -301,8 +307,8 @@ TEST_F(FusePushTest, ADirectoryReadThroughByPathIsStreamedIntoThePageCache) {
   }
 }
 
-TEST_F(FusePushTest, ByPathNothingIsPushedAndTheDirectoryBoundaryHolds) {
-  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
+TEST_F(FusePushTest, ByPathWithNolistNothingIsPushedAndTheDirectoryBoundaryHolds) {
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPushNolist);
   ASSERT_TRUE(mount.ok()) << mount.result().err;
   const std::string mnt = mount.path();
   // No listing: the kernel holds no inode of the neighbours, so none is pushed (or tried), by
@@ -328,10 +334,167 @@ TEST_F(FusePushTest, ByPathNothingIsPushedAndTheDirectoryBoundaryHolds) {
   EXPECT_EQ(Reads(mnt), reads + 1);
 }
 
+uint64_t Lookups(const std::string& mnt) {
+  return MountStats(mnt)["requests"]["lookup"].get<uint64_t>();
+}
+
+// Waits (up to 5 s) until `dirs` directories have been listed by the mount (or failed to be).
+void WaitListed(const std::string& mnt, int dirs) {
+  for (int i = 0; i < 100; ++i) {
+    nlohmann::json p = MountStats(mnt)["push"];
+    if (p["listed_dirs"].get<int>() + p["list_failed"].get<int>() >= dirs) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+TEST_F(FusePushTest, ByPathAReadyDirectoryIsListedThenWalked) {
+  // No listing by the program: once d/ is past its first 15%, the mount lists it itself
+  // (fuse/dir_lister.h), so the kernel holds every file of it; the walk then pushes the rest,
+  // and reading them by path sends neither a LOOKUP nor a READ. e/ is not touched.
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  const std::string mnt = mount.path();
+  WarmUp(mnt);
+  WaitListed(mnt, 1);
+  nlohmann::json push = WalkedPush(mnt, 1);
+  EXPECT_EQ(push["listed_dirs"].get<int>(), 1) << push;
+  EXPECT_EQ(push["list_failed"].get<int>(), 0) << push;
+  EXPECT_EQ(push["walked_dirs"].get<int>(), 1) << push;
+  EXPECT_EQ(push["files"].get<int>(), kFiles - kWarmup) << push;
+  EXPECT_EQ(push["failed"].get<int>(), 0) << push;
+  const uint64_t reads = Reads(mnt);
+  const uint64_t lookups = Lookups(mnt);
+  for (int i = 0; i < kFiles - kWarmup; ++i) {
+    EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files_[i]) << Name(i);
+  }
+  EXPECT_EQ(Lookups(mnt), lookups) << "files of a listed directory were looked up";
+  EXPECT_EQ(Reads(mnt), reads) << "walked files were read through requests";
+  EXPECT_EQ(testing::ReadFile(mnt + "/e/next-dir.bin"), testing::RandomBytes(5000, 999));
+  EXPECT_EQ(Lookups(mnt), lookups + 2);  // e, then its file
+  EXPECT_EQ(Reads(mnt), reads + 1);
+  WaitListed(mnt, 2);  // e/ is read through too: its only file
+  EXPECT_EQ(SettledPush(mnt)["listed_dirs"].get<int>(), 2);
+  // The listing's directory was closed again: the mount unmounts at once.
+  EXPECT_EQ(mount.Unmount().exit_code, 0);
+}
+
+TEST_F(FusePushTest, OptionNolistLeavesTheLookupsToTheReaders) {
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPushNolist);
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  const std::string mnt = mount.path();
+  WarmUp(mnt);
+  nlohmann::json push = WalkedPush(mnt, 1);
+  EXPECT_EQ(push["listed_dirs"].get<int>(), 0) << push;
+  EXPECT_EQ(push["files"].get<int>(), 0) << push;  // nothing known to push into
+  const uint64_t lookups = Lookups(mnt);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files_[i]) << Name(i);
+  }
+  EXPECT_EQ(Lookups(mnt), lookups + 5);
+}
+
+TEST_F(FusePushTest, AMountStackedOverIsNeverListed) {
+  // The readers reach d/ through a descriptor opened before a tmpfs was mounted over the
+  // mountpoint: the mount cannot reach itself there any more, sees that it is not its own
+  // mount (no stats naming its process), lists nothing, and serves the reads as before.
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  const std::string mnt = mount.path();
+  const int dir = ::open((mnt + "/d").c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(dir, 0);
+  const int root = ::open(mnt.c_str(), O_RDONLY | O_DIRECTORY);  // for its stats
+  ASSERT_GE(root, 0);
+  auto over = testing::Run({"mount", "-t", "tmpfs", "-o", "size=1M", "stacked", mnt});
+  ASSERT_EQ(over.exit_code, 0) << over.err;
+  struct Unstack {  // the tmpfs goes first, whatever fails below
+    std::string at;
+    int fds[2];
+    ~Unstack() {
+      for (int fd : fds) ::close(fd);
+      testing::Run({"umount", at});
+    }
+  } unstack{mnt, {dir, root}};
+  auto read_at = [dir](const std::string& name) {
+    std::string out;
+    const int fd = ::openat(dir, name.c_str(), O_RDONLY);
+    if (fd < 0) return out;
+    char buf[8192];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+    ::close(fd);
+    return out;
+  };
+  for (int i = 0; i < kFiles; i += 3) {  // past the first 15%, and more
+    EXPECT_EQ(read_at(Name(i).substr(2)), files_[i]) << Name(i);
+  }
+  // The stats through a descriptor (the root is covered).
+  std::string stats(1 << 16, '\0');
+  nlohmann::json push;
+  for (int i = 0; i < 100; ++i) {
+    const ssize_t n = ::fgetxattr(root, "user.packfs.stats", stats.data(), stats.size());
+    ASSERT_GT(n, 0);
+    push = nlohmann::json::parse(stats.substr(0, static_cast<size_t>(n)))["push"];
+    if (push["list_failed"].get<int>() > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(push["list_failed"].get<int>(), 1) << push;
+  EXPECT_EQ(push["listed_dirs"].get<int>(), 0) << push;
+  for (int i = 1; i < kFiles; i += 3) {
+    EXPECT_EQ(read_at(Name(i).substr(2)), files_[i]) << Name(i);
+  }
+}
+
+// A listing of a large directory takes a while (tens of ms for 20,000 entries); as root it goes
+// through a detached clone of the mount (open_tree), so an unmount made while it runs is not
+// refused as busy, and the daemon still ends.
+TEST(FuseListTest, AnUnmountDuringAListingGoesThrough) {
+  if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse here";
+  if (::geteuid() != 0) GTEST_SKIP() << "the clone of the mount needs CAP_SYS_ADMIN";
+  TempDir tmp;
+  constexpr int kN = 20000;
+  for (int i = 0; i < kN; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "src/big/%05d", i);
+    testing::WriteFile(tmp / name, "x");
+  }
+  auto pack = testing::Run({testing::MkpackPath(), "pack", "--no-fsync", tmp / "src",
+                            tmp / "media"});
+  ASSERT_EQ(pack.exit_code, 0) << pack.err;
+  ASSERT_EQ(::mkdir((tmp / "mnt").c_str(), 0755), 0);
+  auto read_until_ready = [&](const std::string& mnt) {
+    for (int i = 0; i < kN * 15 / 100 + 1; ++i) {
+      char name[32];
+      std::snprintf(name, sizeof name, "/big/%05d", i * 6);  // spread: no follower is pushed
+      ASSERT_EQ(testing::ReadFile(mnt + name), "x") << name;
+    }
+  };
+  {  // The directory is listed once past its first 15%.
+    Mount mount({tmp / "media"}, tmp / "mnt");
+    ASSERT_TRUE(mount.ok()) << mount.result().err;
+    read_until_ready(mount.path());
+    WaitListed(mount.path(), 1);
+    EXPECT_EQ(SettledPush(mount.path())["listed_dirs"].get<int>(), 1);
+  }
+  Mount mount({tmp / "media"}, tmp / "mnt");
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  read_until_ready(mount.path());
+  // At once, one attempt: the listing just began.
+  auto un = testing::Run({"fusermount3", "-u", mount.path()});
+  EXPECT_EQ(un.exit_code, 0) << un.err;
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = !testing::IsMounted(mount.path()) &&
+           testing::Sh("pgrep -f 'packfs .*" + tmp / "mnt" + "$'").out.empty();
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(gone) << "the daemon did not end after the unmount";
+}
+
 TEST_F(FusePushTest, AFileLookedUpJustBeforeANeighboursReadIsNotPushed) {
   // By path with several readers, the neighbours a read finds looked up are the files the other
-  // readers are about to READ: pushing them races those READs (fuse/push.h).
-  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
+  // readers are about to READ: pushing them races those READs (fuse/push.h). (Not listed: the
+  // listing of the ready directory would give the kernel those files too.)
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPushNolist);
   ASSERT_TRUE(mount.ok()) << mount.result().err;
   const std::string mnt = mount.path();
   WarmUp(mnt);  // by path: d/ past its first 15%
@@ -659,8 +822,10 @@ TEST(FuseNetworkHintTest, AFileReadAfterAListingIsHintedAtItsFirstRead) {
                         Case{"local, listed", false, true, true, 0, 0}}) {
     SCOPED_TRACE(c.what);
     const std::string set = c.network ? outer_mount.path() + "/inner" : tmp / "outer-src/inner";
+    // By path: not listed by the mount either, once the directory is ready.
     std::vector<std::string> opts;
-    if (!c.prefetch) opts = {"-o", "noprefetch"};
+    if (!c.list) opts = {"-o", "nolist"};
+    if (!c.prefetch) opts = {"-o", c.list ? "noprefetch" : "noprefetch,nolist"};
     Mount mount({set}, tmp / "mnt2", opts);
     ASSERT_TRUE(mount.ok()) << mount.result().err;
     const std::string mnt = mount.path();

@@ -3,11 +3,11 @@
 // pauses once the files it brought are found evicted by reclaim at their own lookup; after a
 // listing, pushing pauses once the shard windows read for it are found evicted
 // (core/read/payoff.h); a directory read through is not streamed into the page cache there
-// (core/read/dir_stream.h), nor walked to push the rest of it (fuse/push.h). The same epochs
-// with memory to spare find them cached and never pause, and stream and walk the directory.
-// Real mounts, a
-// real cgroup (v1's memory hierarchy or v2), counts from user.packfs.stats. Skipped, visibly,
-// where this process cannot make a memory cgroup.
+// (core/read/dir_stream.h), nor listed (fuse/dir_lister.h) and walked to push the rest of it
+// (fuse/push.h). The same epochs with memory to spare find them cached and never pause, and
+// stream, list and walk the directory. Real mounts, a real cgroup (v1's memory hierarchy or
+// v2), counts from user.packfs.stats. Skipped, visibly, where this process cannot make a memory
+// cgroup.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -176,8 +176,9 @@ class MemoryPressureTest : public ::testing::Test {
 
 TEST_F(MemoryPressureTest, WithMemoryToSpareTheLookupHintPaysAndNeverPauses) {
   MakeSet(kFiles, kSize);
-  // Without streaming, which would bring the directory in before most of the hints.
-  const nlohmann::json hint = Epoch(false, {"-o", "nostream"})["hint"];
+  // Without streaming, which would bring the directory in before most of the hints, nor the
+  // mount's listing of it, after which its files are opened with no lookup (and no hint).
+  const nlohmann::json hint = Epoch(false, {"-o", "nostream,nolist"})["hint"];
   ASSERT_TRUE(hint.is_object());
   EXPECT_GT(hint["wide"].get<int>(), kFiles / 2) << hint;
   EXPECT_GT(hint["resident"].get<int>(), kFiles / 10) << hint;
@@ -230,6 +231,8 @@ TEST_F(MemoryPressureTest, WithMemoryToSpareAnEpochAfterAListingPushesAndNeverPa
   EXPECT_EQ(push["paused"].get<int>(), 0) << push;
   EXPECT_EQ(push["walked_dirs"].get<int>(), 1) << push;
   EXPECT_EQ(push["walk_no_room"].get<int>(), 0) << push;
+  EXPECT_EQ(push["listed_dirs"].get<int>(), 1) << push;  // through the kernel's cached listing
+  EXPECT_EQ(push["list_no_room"].get<int>(), 0) << push;
 }
 
 TEST_F(MemoryPressureTest, WhenPushedWindowsAreEvictedFirstPushingPauses) {
@@ -243,6 +246,9 @@ TEST_F(MemoryPressureTest, WhenPushedWindowsAreEvictedFirstPushingPauses) {
   EXPECT_LT(push["files"].get<int>(), kSmallFiles / 2) << push;
   EXPECT_EQ(push["walked_dirs"].get<int>(), 0) << push;
   EXPECT_EQ(push["walk_no_room"].get<int>(), 1) << push;
+  // No room for the listing's 6,000 inodes and the reserve either.
+  EXPECT_EQ(push["listed_dirs"].get<int>(), 0) << push;
+  EXPECT_EQ(push["list_no_room"].get<int>(), 1) << push;
 }
 
 }  // namespace

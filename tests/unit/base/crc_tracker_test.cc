@@ -72,6 +72,28 @@ TEST(CrcTrackerTest, WholeReadIsJudgedAtOnce) {
   EXPECT_EQ(t.Observe(5, good.size(), CrcOf(good), 0, {}).verdict, Verdict::kUnknown);
 }
 
+TEST(CrcTrackerTest, AMemberCheckedElsewhereIsMarkedGoodOnce) {
+  CrcTracker t(10);
+  const auto good = Bytes(3000, 5);
+  t.MarkGood(2);
+  t.MarkGood(2);
+  EXPECT_EQ(t.verdict(2), Verdict::kGood);
+  EXPECT_EQ(t.counters().good, 1u);
+  // A read of it keeps the verdict and counts nothing more.
+  EXPECT_EQ(t.Observe(2, good.size(), CrcOf(good), 0, good).verdict, Verdict::kGood);
+  EXPECT_EQ(t.counters().good, 1u);
+  // A member judged bad stays bad; ids out of range are never judged.
+  auto bad = good;
+  bad[7] ^= 1;
+  EXPECT_EQ(t.Observe(6, bad.size(), CrcOf(good), 0, bad).verdict, Verdict::kBad);
+  t.MarkGood(6);
+  EXPECT_EQ(t.verdict(6), Verdict::kBad);
+  t.MarkGood(0);
+  t.MarkGood(11);
+  EXPECT_EQ(t.counters().good, 1u);
+  EXPECT_EQ(t.counters().bad, 1u);
+}
+
 TEST(CrcTrackerTest, PiecesInAnyOrderCompleteTheMember) {
   const auto data = Bytes(1 << 20, 3);
   std::mt19937 rng(4);

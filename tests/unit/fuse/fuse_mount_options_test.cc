@@ -24,7 +24,7 @@ TEST(MountOptionsTest, KeepsItsOwnPassesTheRestAndDropsMountsOnly) {
   MountOptions o;
   ASSERT_TRUE(
       ParseMountOptions("uid=7,umask=022,threads=4,push=256K,defaults,noauto,x-systemd.x,"
-                        "allow_other,nocrc,open,read_ahead=2M,nowalk",
+                        "allow_other,nocrc,open,read_ahead=2M,nowalk,nolist",
                         &o)
           .ok());
   EXPECT_EQ(o.uid, std::optional<uint32_t>(7));
@@ -36,6 +36,8 @@ TEST(MountOptionsTest, KeepsItsOwnPassesTheRestAndDropsMountsOnly) {
   EXPECT_FALSE(o.no_open);
   EXPECT_FALSE(o.walk);
   EXPECT_TRUE(MountOptions().walk);  // walks are the default
+  EXPECT_FALSE(o.list);
+  EXPECT_TRUE(MountOptions().list);  // and listings
   EXPECT_EQ(o.fuse_options, std::vector<std::string>{"allow_other"});
   EXPECT_EQ(FuseOptionString(o, "/data/a,b", 131072),
             "ro,default_permissions,subtype=packfs,fsname=/data/a\\,b,allow_other,"
