@@ -65,7 +65,10 @@ Pusher::Pusher(fuse_session* se, uint64_t max_ino, uint64_t window, size_t queue
   for (int i = 0; i < std::max(1, threads); ++i) threads_.emplace_back([this] { Run(); });
 }
 
-Pusher::~Pusher() { Stop(); }
+Pusher::~Pusher() {
+  Stop();
+  if (list_thread_.joinable()) list_thread_.join();
+}
 
 void Pusher::Stop() {
   {
@@ -79,7 +82,7 @@ void Pusher::Stop() {
     if (t.joinable()) t.join();
   }
   if (walk_thread_.joinable()) walk_thread_.join();
-  if (list_thread_.joinable()) list_thread_.join();
+  // Not the list thread: see push.h.
   std::lock_guard<std::mutex> lock(mu_);
   for (Job& job : queue_) Release(job);
   queue_.clear();

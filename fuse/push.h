@@ -74,9 +74,13 @@
 // thread of its own, not a FUSE worker: its listing waits for the workers to answer it.
 //
 // Threads: the constructor starts the push threads, StartWalks the walk thread, StartLists the
-// list thread; Stop (or the destructor) drains nothing more, wakes them and joins them (a
-// listing under way needs requests answered until it ends: see StopServing). Stop before the
-// fuse_session is destroyed.
+// list thread; Stop (or the destructor) drains nothing more, wakes them and joins the push and
+// walk threads. The list thread is joined by the destructor only, after the session's /dev/fuse
+// descriptor is closed: a listing under way waits for the answer to its request, and once the
+// session is ending libfuse's workers drop the requests they read (a SIGTERM with readers
+// running hung the daemon that way, its test with it); closing the descriptor (the unmount does)
+// fails the request and ends the listing. Stop before the fuse_session is destroyed; destroy
+// after it is unmounted.
 // Thread-safety: every other method is safe for concurrent use (atomic bitmaps sized at
 // construction to the filesystem's largest inode number; larger inode numbers are never wanted).
 #pragma once
@@ -200,8 +204,8 @@ class Pusher {
   // when the memory left has room for kListBytesPerEntry per entry and kWalkReserve. Call once,
   // before serving.
   void StartLists(List list, Room room);
-  // Stops the push and walk threads (jobs still queued are released without pushing).
-  // Idempotent.
+  // Stops the push and walk threads (jobs still queued are released without pushing), and tells
+  // the list thread to end after its listing (joined by the destructor: see above). Idempotent.
   void Stop();
 
  private:
