@@ -68,6 +68,34 @@ uint64_t Reads(const std::string& mnt) {
   return MountStats(mnt)["requests"]["read"].get<uint64_t>();
 }
 
+// READs so far, and pushed files read again through a READ (push.reread).
+struct ReadCount {
+  uint64_t reads = 0;
+  int rereads = 0;
+};
+ReadCount CountReads(const std::string& mnt) {
+  const nlohmann::json s = MountStats(mnt);
+  return {s["requests"]["read"].get<uint64_t>(), s["push"]["reread"].get<int>()};
+}
+
+// Pushed files whose pages were gone by their read: on these machines the host pages out memory
+// it judges idle (DAMON, by physical region: a page pushed into a region idle for a minute may go
+// within seconds; seen: 2 of 68 freshly pushed files, once in about 100 runs under ctest -j2).
+// Such a file is read through a READ and counted as a reread; a few are allowed.
+constexpr int kDroppedByHost = 3;
+
+// Expects `expected` READs since `before` and none else but rereads (at most kDroppedByHost): a
+// push that did not land shows as a READ that is not a reread.
+void ExpectReadsSince(const std::string& mnt, const ReadCount& before, uint64_t expected,
+                      const std::string& what) {
+  const ReadCount now = CountReads(mnt);
+  const int rereads = now.rereads - before.rereads;
+  EXPECT_GE(now.reads, before.reads + expected) << what;
+  EXPECT_LE(now.reads - before.reads - expected, static_cast<uint64_t>(std::max(rereads, 0)))
+      << what;
+  EXPECT_LE(rereads, kDroppedByHost) << what;
+}
+
 // Waits until the push thread has handled every read it was given (its counters settle).
 nlohmann::json SettledPush(const std::string& mnt) {
   nlohmann::json last;
@@ -200,16 +228,15 @@ TEST_F(FusePushTest, AfterAListingTheFollowersOfAReadComeWithoutRequests) {
   EXPECT_EQ(push["files"].get<int>(), in_window_) << push;
   EXPECT_EQ(push["unknown_inode"].get<int>(), 0) << push;
   EXPECT_EQ(push["failed"].get<int>(), 0) << push;
-  const uint64_t reads = Reads(mnt);
+  const ReadCount reads = CountReads(mnt);
   for (int i = 1; i <= in_window_; ++i) {
     EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files_[i]) << Name(i);
   }
-  EXPECT_EQ(Reads(mnt), reads) << "pushed files were read through requests";
+  ExpectReadsSince(mnt, reads, 0, "pushed files were read through requests");
   // The first file past the window is read through a request, and it pushes its own followers.
   EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(in_window_ + 1)), files_[in_window_ + 1]);
-  EXPECT_EQ(Reads(mnt), reads + 1);
+  ExpectReadsSince(mnt, reads, 1, "the first file past the window");
   EXPECT_GT(SettledPush(mnt)["files"].get<int>(), in_window_);
-  EXPECT_EQ(SettledPush(mnt)["reread"].get<int>(), 0);
   EXPECT_EQ(SettledPush(mnt)["paused"].get<int>(), 0);
 }
 
@@ -225,14 +252,13 @@ TEST_F(FusePushTest, AReadyDirectoryIsWalkedAfterAListing) {
   EXPECT_EQ(push["files"].get<int>(), kFiles - kWarmup) << push;
   EXPECT_EQ(push["unknown_inode"].get<int>(), 0) << push;
   EXPECT_EQ(push["failed"].get<int>(), 0) << push;
-  const uint64_t reads = Reads(mnt);
+  const ReadCount reads = CountReads(mnt);
   for (int i = 0; i < kFiles - kWarmup; ++i) {
     EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files_[i]) << Name(i);
   }
-  EXPECT_EQ(Reads(mnt), reads) << "walked files were read through requests";
+  ExpectReadsSince(mnt, reads, 0, "walked files were read through requests");
   EXPECT_EQ(testing::ReadFile(mnt + "/e/next-dir.bin"), testing::RandomBytes(5000, 999));
-  EXPECT_EQ(Reads(mnt), reads + 1);
-  EXPECT_EQ(SettledPush(mnt)["reread"].get<int>(), 0);
+  ExpectReadsSince(mnt, reads, 1, "e/'s file");
 }
 
 TEST_F(FusePushTest, OptionNowalkLeavesPushingToTheReads) {
@@ -365,16 +391,16 @@ TEST_F(FusePushTest, ByPathAReadyDirectoryIsListedThenWalked) {
   EXPECT_EQ(push["walked_dirs"].get<int>(), 1) << push;
   EXPECT_EQ(push["files"].get<int>(), kFiles - kWarmup) << push;
   EXPECT_EQ(push["failed"].get<int>(), 0) << push;
-  const uint64_t reads = Reads(mnt);
+  const ReadCount reads = CountReads(mnt);
   const uint64_t lookups = Lookups(mnt);
   for (int i = 0; i < kFiles - kWarmup; ++i) {
     EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files_[i]) << Name(i);
   }
   EXPECT_EQ(Lookups(mnt), lookups) << "files of a listed directory were looked up";
-  EXPECT_EQ(Reads(mnt), reads) << "walked files were read through requests";
+  ExpectReadsSince(mnt, reads, 0, "walked files were read through requests");
   EXPECT_EQ(testing::ReadFile(mnt + "/e/next-dir.bin"), testing::RandomBytes(5000, 999));
   EXPECT_EQ(Lookups(mnt), lookups + 2);  // e, then its file
-  EXPECT_EQ(Reads(mnt), reads + 1);
+  ExpectReadsSince(mnt, reads, 1, "e/'s file");
   WaitListed(mnt, 2);  // e/ is read through too: its only file
   EXPECT_EQ(SettledPush(mnt)["listed_dirs"].get<int>(), 2);
   // The listing's directory was closed again: the mount unmounts at once.
@@ -556,11 +582,11 @@ TEST(FusePushLookupTest, FilesStattedLongBeforeTheirReadArePushed) {
   nlohmann::json push = SettledPush(mnt);
   EXPECT_GT(push["files"].get<int>(), 3) << push;
   const int pushed = push["files"].get<int>();
-  const uint64_t reads = Reads(mnt);
+  const ReadCount reads = CountReads(mnt);
   for (int i = 1; i <= pushed; ++i) {
     EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(i)), files[i]) << Name(i);
   }
-  EXPECT_EQ(Reads(mnt), reads) << "pushed files were read through requests";
+  ExpectReadsSince(mnt, reads, 0, "pushed files were read through requests");
 }
 
 TEST_F(FusePushTest, ALookupPrefetchesTheShardPastTheFileOnlyOnceTheDirectoryIsWarm) {
@@ -687,6 +713,26 @@ TEST_F(FusePushTest, PushingPausesWhilePushedFilesAreEvictedBeforeTheirRead) {
   EXPECT_EQ(push["files"].get<int>(), pushed_when_paused) << push;
 }
 
+// The daemon's own threads carry names (core/base/thread_name.h), so that `top -H` or perf on a
+// busy mount tells them apart; the FUSE workers keep the program's name.
+TEST_F(FusePushTest, TheDaemonsThreadsAreNamed) {
+  Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
+  ASSERT_TRUE(mount.ok()) << mount.result().err;
+  const int pid = MountStats(mount.path())["pid"].get<int>();
+  std::map<std::string, int> names;
+  for (const auto& task : std::filesystem::directory_iterator(
+           "/proc/" + std::to_string(pid) + "/task")) {
+    std::string comm = testing::ReadFile(task.path() / "comm");
+    if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+    ++names[comm];
+  }
+  EXPECT_EQ(names["packfs-push"], 2);
+  EXPECT_EQ(names["packfs-walk"], 1);
+  EXPECT_EQ(names["packfs-list"], 1);
+  EXPECT_EQ(names["packfs-stream"], 1);
+  EXPECT_GE(names["packfs"], 2);  // the main thread and a FUSE worker at least
+}
+
 TEST_F(FusePushTest, OptionNopushTurnsItOff) {
   Mount mount({tmp_ / "media"}, tmp_ / "mnt", {"-o", "nopush"});
   ASSERT_TRUE(mount.ok()) << mount.result().err;
@@ -734,10 +780,11 @@ TEST_F(FusePushTest, AFollowerWithBadBytesIsNeverPushed) {
     }
     nlohmann::json push = walk ? WalkedPush(mnt, 1) : SettledPush(mnt);
     EXPECT_EQ(push["files"].get<int>(), pushed) << push;
-    uint64_t reads = Reads(mnt);
+    const ReadCount before = CountReads(mnt);
     EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(1)), files_[1]);
     EXPECT_EQ(testing::ReadFile(mnt + "/" + Name(3)), files_[3]);
-    EXPECT_EQ(Reads(mnt), reads) << "the good followers were pushed";
+    ExpectReadsSince(mnt, before, 0, "the good followers were pushed");
+    const uint64_t reads = Reads(mnt);
     // The damaged one was left to its own read, which fails its CRC-32 check: EIO.
     int fd = ::open((mnt + "/" + Name(2)).c_str(), O_RDONLY);
     ASSERT_GE(fd, 0);
