@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/base/thread_name.h"
+
 namespace packfs {
 
 InodeBits::InodeBits(uint64_t max_ino)
@@ -62,7 +64,12 @@ Pusher::Pusher(fuse_session* se, uint64_t max_ino, uint64_t window, size_t queue
       pushed_(max_ino),
       fresh_(max_ino),
       fresh_ring_(kFreshLookups, 0) {
-  for (int i = 0; i < std::max(1, threads); ++i) threads_.emplace_back([this] { Run(); });
+  for (int i = 0; i < std::max(1, threads); ++i) {
+    threads_.emplace_back([this] {
+      NameThread("packfs-push");
+      Run();
+    });
+  }
 }
 
 Pusher::~Pusher() {
@@ -151,7 +158,7 @@ Pusher::DirCount Pusher::Count(uint64_t dir, uint64_t add) {
     bool queued = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      queued = QueueReadyLocked(dir);
+      queued = QueueReadyLocked(dir, out->children);
     }
     if (queued) {
       list_cv_.notify_one();
@@ -227,7 +234,10 @@ void Pusher::StartWalks(Children children, ReadRun read_run, Room room) {
     walk_read_ = std::move(read_run);
     walk_room_ = std::move(room);
   }
-  walk_thread_ = std::thread([this] { RunWalks(); });
+  walk_thread_ = std::thread([this] {
+    NameThread("packfs-walk");
+    RunWalks();
+  });
 }
 
 void Pusher::StartLists(List list, Room room) {
@@ -237,13 +247,16 @@ void Pusher::StartLists(List list, Room room) {
     list_ = std::move(list);
     list_room_ = std::move(room);
   }
-  list_thread_ = std::thread([this] { RunLists(); });
+  list_thread_ = std::thread([this] {
+    NameThread("packfs-list");
+    RunLists();
+  });
 }
 
-bool Pusher::QueueReadyLocked(uint64_t dir) {
+bool Pusher::QueueReadyLocked(uint64_t dir, uint64_t entries) {
   if (stop_) return false;
   if (list_) {
-    lists_.push_back(dir);
+    lists_.emplace_back(dir, entries);
   } else if (walk_read_) {
     walks_.push_back(dir);
   } else {
@@ -275,10 +288,9 @@ void Pusher::RunLists() {
   while (true) {
     list_cv_.wait(lock, [this] { return stop_ || !lists_.empty(); });
     if (stop_) return;
-    const uint64_t dir = lists_.front();
+    const auto [dir, entries] = lists_.front();
     lists_.pop_front();
     lock.unlock();
-    const uint64_t entries = children_ ? children_(dir) : 0;
     const std::optional<uint64_t> room = list_room_ ? list_room_() : std::nullopt;
     if (!room || *room < entries * kListBytesPerEntry + kWalkReserve) {
       stats_.CountPush(Stats::PushEvent::kListNoRoom);

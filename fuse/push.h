@@ -8,8 +8,9 @@
 // path it holds none of the neighbours until their LOOKUP, which comes just before their READ.
 // After a directory scan (readdirplus) it holds them all, and pushing pays: one pread and one
 // request serve the neighbours. By path, the mount makes that scan itself once a directory is
-// ready (below): it lists the directory through its own mountpoint (fuse/dir_lister.h). Bits, not counts: a push for an inode the kernel dropped
-// meanwhile fails cheaply, and a lost bit only costs one push.
+// ready (below): it lists the directory through its own mountpoint (fuse/dir_lister.h). Bits,
+// not counts: a push for an inode the kernel dropped meanwhile fails cheaply, and a lost bit
+// only costs one push.
 //
 // Nor an inode the kernel got from one of the last kFreshLookups LOOKUPs: by path, a LOOKUP is
 // followed at once by its reader's READ, so with several readers the neighbours a read finds
@@ -98,6 +99,7 @@
 #include <optional>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/base/stats.h"
@@ -214,7 +216,7 @@ class Pusher {
   void RunLists();
   // Hands a ready directory to the list thread, or else to the walk thread (with mu_ held);
   // false when neither runs.
-  bool QueueReadyLocked(uint64_t dir);
+  bool QueueReadyLocked(uint64_t dir, uint64_t entries);
   void Walk(uint64_t dir);
   bool Stopping();
   void PushOne(const Job& job);
@@ -269,7 +271,8 @@ class Pusher {
   List list_;
   Room list_room_;
   std::condition_variable list_cv_;  // with mu_
-  std::deque<uint64_t> lists_;       // ready directories still to list (then to walk)
+  // Ready directories still to list (then to walk), with their entry counts.
+  std::deque<std::pair<uint64_t, uint64_t>> lists_;
   std::thread list_thread_;
 };
 

@@ -14,6 +14,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/base/thread_name.h"
+
 namespace packfs {
 // Named, not anonymous: UringTransport::Entry (a member type of a class with linkage) holds them.
 namespace uring_abi {
@@ -416,7 +418,12 @@ void UringTransport::Start() {
     }
   }
   rings_ = std::move(rings);
-  for (auto& ring : rings_) threads_.emplace_back([this, r = ring.get()] { RunRing(r); });
+  for (auto& ring : rings_) {
+    threads_.emplace_back([this, r = ring.get()] {
+      NameThread("packfs-ring");
+      RunRing(r);
+    });
+  }
   started_.store(true);  // every queue will register: INIT may bind the connection to the ring
   counters_->used.store(true);
 }

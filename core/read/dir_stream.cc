@@ -7,11 +7,16 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/base/thread_name.h"
+
 namespace packfs {
 
 DirStream::DirStream(ExtentsOf extents_of, Room room, Stats& stats)
     : extents_of_(std::move(extents_of)), room_(std::move(room)), stats_(stats) {
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    NameThread("packfs-stream");
+    Run();
+  });
 }
 
 DirStream::~DirStream() {

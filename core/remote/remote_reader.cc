@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/base/thread_name.h"
+
 namespace packfs {
 namespace {
 
@@ -47,7 +49,12 @@ Result<std::shared_ptr<RemoteReader>> RemoteReader::Create(const RemoteReaderOpt
     PACKFS_ASSIGN_OR_RETURN(reader->disk_, DiskCache::Open(options.disk_dir, options.disk_bytes));
   }
   const int threads = std::max(options.prefetch_threads, 1);
-  for (int i = 0; i < threads; ++i) reader->workers_.emplace_back([r = reader.get()] { r->Worker(); });
+  for (int i = 0; i < threads; ++i) {
+    reader->workers_.emplace_back([r = reader.get()] {
+      NameThread("packfs-fetch");
+      r->Worker();
+    });
+  }
   return reader;
 }
 

@@ -9,6 +9,7 @@
 #include <cerrno>
 
 #include "core/base/crc32.h"
+#include "core/base/thread_name.h"
 
 namespace packfs {
 namespace {
@@ -136,7 +137,12 @@ Prefetcher::Prefetcher(const std::vector<PackInput>& inputs, std::vector<size_t>
       window_bytes_(window_bytes),
       items_(order_.size()),
       ready_(order_.size(), 0) {
-  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Worker(); });
+  for (int i = 0; i < threads; ++i) {
+    threads_.emplace_back([this] {
+      NameThread("mkpack-input");
+      Worker();
+    });
+  }
 }
 
 Prefetcher::~Prefetcher() {
