@@ -214,8 +214,8 @@ class Pusher {
   void Run();
   void RunWalks();
   void RunLists();
-  // Hands a ready directory to the list thread, or else to the walk thread (with mu_ held);
-  // false when neither runs.
+  // Hands a ready directory (of `entries` entries, as the push rule counted them) to the list
+  // thread, or else to the walk thread (with mu_ held); false when neither runs.
   bool QueueReadyLocked(uint64_t dir, uint64_t entries);
   void Walk(uint64_t dir);
   bool Stopping();
