@@ -19,24 +19,24 @@ std::string OwnName() {
   return name;
 }
 
-TEST(ThreadNameTest, NamesTheCallingThreadOnly) {
-  const std::string main_name = OwnName();
+// The name a new thread has after NameThread(name).
+std::string NamedThreadSees(const char* name) {
   std::string seen;
   std::thread([&] {
-    NameThread("packfs-walk");
+    NameThread(name);
     seen = OwnName();
   }).join();
-  EXPECT_EQ(seen, "packfs-walk");
+  return seen;
+}
+
+TEST(ThreadNameTest, NamesTheCallingThreadOnly) {
+  const std::string main_name = OwnName();
+  EXPECT_EQ(NamedThreadSees("packfs-walk"), "packfs-walk");
   EXPECT_EQ(OwnName(), main_name);
 }
 
 TEST(ThreadNameTest, LongNamesAreCutTo15Bytes) {
-  std::string seen;
-  std::thread([&] {
-    NameThread("a-name-longer-than-fifteen-bytes");
-    seen = OwnName();
-  }).join();
-  EXPECT_EQ(seen, "a-name-longer-t");
+  EXPECT_EQ(NamedThreadSees("a-name-longer-than-fifteen-bytes"), "a-name-longer-t");
 }
 
 }  // namespace
