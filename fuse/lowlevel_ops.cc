@@ -122,7 +122,8 @@ void RaiseReadAheadOnce(SessionState& s) {
       !s.read_ahead_pending.exchange(false)) {
     return;
   }
-  Result<uint32_t> r = RaiseReadAhead(s.mountpoint, s.config.read_ahead >> 10);
+  if (s.device.empty()) return;
+  Result<uint32_t> r = RaiseReadAhead(s.device, s.config.read_ahead >> 10);
   if (!r.ok() && ::geteuid() == 0) {
     s.log->Info("read-ahead left as it was: " + r.status().message());
   }

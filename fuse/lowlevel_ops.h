@@ -92,6 +92,9 @@ struct SessionState {
   // to be raised to config.read_ahead by the first request after INIT (fuse/read_ahead.h).
   std::string mountpoint;
   std::atomic<bool> read_ahead_pending{false};
+  // The mount's device ("MAJ:MIN", fuse/read_ahead.h MountDevice), looked up once it is mounted,
+  // before any request is served; empty when unknown.
+  std::string device;
 };
 
 // The operation table (read-only ops implemented; every mutating op replies EROFS).

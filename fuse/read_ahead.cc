@@ -52,9 +52,8 @@ Result<std::string> MountDevice(const std::string& mountpoint, const std::string
   return found;
 }
 
-Result<uint32_t> RaiseReadAhead(const std::string& mountpoint, uint32_t kib) {
-  PACKFS_ASSIGN_OR_RETURN(std::string dev, MountDevice(mountpoint));
-  const std::string path = "/sys/class/bdi/" + dev + "/read_ahead_kb";
+Result<uint32_t> RaiseReadAhead(const std::string& device, uint32_t kib) {
+  const std::string path = "/sys/class/bdi/" + device + "/read_ahead_kb";
   uint32_t now = 0;
   {
     std::ifstream in(path);

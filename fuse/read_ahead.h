@@ -22,9 +22,9 @@ namespace packfs {
 Result<std::string> MountDevice(const std::string& mountpoint,
                                 const std::string& mountinfo = "/proc/self/mountinfo");
 
-// Sets the read-ahead of the mount at `mountpoint` to `kib` unless it is that or more already;
-// returns the read-ahead in effect afterwards (KiB).
-Result<uint32_t> RaiseReadAhead(const std::string& mountpoint, uint32_t kib);
+// Sets the read-ahead of the mount whose device is `device` ("MAJ:MIN", as MountDevice gives it)
+// to `kib` unless it is that or more already; returns the read-ahead in effect afterwards (KiB).
+Result<uint32_t> RaiseReadAhead(const std::string& device, uint32_t kib);
 
 // The largest READ reply (at most `max_read`) that libfuse can splice. It splices a reply only
 // through a pipe that holds all of it (header and a few pages of slack included) and otherwise

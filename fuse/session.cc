@@ -236,14 +236,14 @@ Status ServeMount(const Filesystem& fs, const ServeConfig& config, const Session
     MountedSession mounted(se.get());
     PACKFS_RETURN_IF_ERROR(mounted.InstallSignals());
     PACKFS_RETURN_IF_ERROR(mounted.Mount(params.mountpoint));
-    // The connection's control directory (fusectl) is named after the mount's device number:
-    // the last mount at the mountpoint is this one now.
+    // The mount's device number (the last mount at the mountpoint is this one now), once, before
+    // any request: the read-ahead is raised through it (RaiseReadAheadOnce), and the connection's
+    // control directory (fusectl) is named after it.
+    if (Result<std::string> dev = MountDevice(state.mountpoint); dev.ok()) state.device = *dev;
     std::string abort_path;
-    if (Result<std::string> dev = MountDevice(state.mountpoint); dev.ok()) {
-      const size_t colon = dev->find(':');
-      if (colon != std::string::npos && dev->substr(0, colon) == "0") {
-        abort_path = "/sys/fs/fuse/connections/" + dev->substr(colon + 1) + "/abort";
-      }
+    if (const size_t colon = state.device.find(':');
+        colon != std::string::npos && state.device.substr(0, colon) == "0") {
+      abort_path = "/sys/fs/fuse/connections/" + state.device.substr(colon + 1) + "/abort";
     }
     if (uring) {
       UringTransport::Options opts;
