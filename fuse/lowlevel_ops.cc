@@ -11,9 +11,12 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/base/wait_notice.h"
+#include "core/read/page_cache.h"
 #include "fuse/read_ahead.h"
 #include "fuse/uring_transport.h"
 
@@ -207,6 +210,17 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   });
 }
 
+// The splice of a zero-copy reply reads the shard's pages: a worker (fuse/worker_loop.h) steps
+// aside first unless they are all cached (cachestat; unknown counts as not cached).
+void StepAsideUnlessCached(int fd, uint64_t offset, uint64_t length) {
+  WaitNotice* notice = CurrentWaitNotice();
+  if (notice == nullptr) return;
+  static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t whole = (offset + length) / page - (offset + page - 1) / page;
+  const std::optional<PageCacheState> state = CacheStateOf(fd, offset, length);
+  if (!state || state->cached < whole) notice->BeforeWait();
+}
+
 // Sends a READ's answer and counts its bytes: a window of a shard file zero-copy (libfuse
 // splices it into /dev/fuse, or preads it into its buffer, without another copy of ours; the
 // lease keeps the fd open until fuse_reply_data returns), pieces of memory a remote shard lends
@@ -222,6 +236,7 @@ void SendReply(fuse_req_t req, const ReadReply& reply, Stats& stats) {
     bv.buf[0].flags = static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
     bv.buf[0].fd = reply.window.lease->fd();
     bv.buf[0].pos = static_cast<off_t>(reply.window.shard_offset);
+    StepAsideUnlessCached(bv.buf[0].fd, reply.window.shard_offset, reply.window.length);
     if (fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE) == 0) stats.AddBytes(reply.window.length);
     return;
   }

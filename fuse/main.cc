@@ -372,6 +372,11 @@ int RunMount(const Plan& plan, int ready_fd) {
   opened.fs.extra_stats = [b = read_buffers, before = opened.fs.extra_stats] {
     return (before ? before() + ", " : std::string()) + b->Json();
   };
+  // So do the workers' turns (fuse/worker_loop.h).
+  auto worker_counters = std::make_shared<WorkerCounters>();
+  opened.fs.extra_stats = [w = worker_counters, before = opened.fs.extra_stats] {
+    return (before ? before() + ", " : std::string()) + w->Json();
+  };
   std::shared_ptr<UringCounters> uring_counters;
   if (plan.mount.io_uring.value_or(true)) {
     // The ring's counters join the stats attribute too.
@@ -416,6 +421,8 @@ int RunMount(const Plan& plan, int ready_fd) {
   params.io_uring_asked = plan.mount.io_uring.value_or(false);
   params.uring_counters = uring_counters;
   params.read_buffers = read_buffers;
+  params.active_threads = plan.mount.active_threads.value_or(-1);
+  params.worker_counters = worker_counters;
   auto on_ready = [&log, &ready_fd, daemon] {
     if (!daemon) return;
     // From here on nobody reads our terminal: messages go to the log file or syslog, stdio to
@@ -505,7 +512,8 @@ int main(int argc, char** argv) {
                "foreground, trace every FUSE request, print the stats at unmount");
   app.add_option("-o", cli.o,
                  "mount options: allow_other, uid=N, gid=N, umask=OCTAL, max_read=N, "
-                 "read_ahead=SIZE, catalog=PATH|none, threads=N, on_collision=first|last, "
+                 "read_ahead=SIZE, catalog=PATH|none, threads=N, active_threads=N, "
+                 "on_collision=first|last, "
                  "log=FILE, nonempty, nocrc, push=SIZE, nopush, nostream, nowalk, nolist, "
                  "nozerocopy, open, io_uring, noio_uring, ...")
       ->allow_extra_args(false);

@@ -54,7 +54,7 @@ Status ParseMountOptions(std::string_view list, MountOptions* out) {
     std::string_view name = opt.substr(0, eq);
     std::string_view value = eq == std::string_view::npos ? "" : opt.substr(eq + 1);
     if (name == "uid" || name == "gid" || name == "umask" || name == "threads" ||
-        name == "max_read") {
+        name == "active_threads" || name == "max_read") {
       PACKFS_ASSIGN_OR_RETURN(uint32_t v, ParseNumber(name, value, name == "umask" ? 8 : 10));
       if (name == "uid") out->uid = v;
       if (name == "gid") out->gid = v;
@@ -66,6 +66,10 @@ Status ParseMountOptions(std::string_view list, MountOptions* out) {
       if (name == "threads") {
         if (v == 0 || v > 1024) return Status::InvalidArgument("threads must be 1..1024");
         out->threads = static_cast<int>(v);
+      }
+      if (name == "active_threads") {
+        if (v > 1024) return Status::InvalidArgument("active_threads must be 0..1024");
+        out->active_threads = static_cast<int>(v);
       }
     } else if (name == "catalog") {
       out->catalog = std::string(value);

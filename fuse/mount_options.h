@@ -1,8 +1,8 @@
 // Mount options: splits `-o a,b=c` lists into what packfs handles itself (uid=, gid=, umask=,
-// catalog=, on_collision=, threads=, log=, read_ahead=, nozerocopy, nosplice, noprefetch, push=,
-// nopush, nostream, nocrc, nonempty, open, io_uring, noio_uring) and what goes to libfuse and the
-// kernel (allow_other, max_read=, ...), dropping what only mount(8) and fstab use (defaults,
-// noauto, nofail, _netdev, user, x-*, ...). Pure functions; thread-compatible.
+// catalog=, on_collision=, threads=, active_threads=, log=, read_ahead=, nozerocopy, nosplice,
+// noprefetch, push=, nopush, nostream, nocrc, nonempty, open, io_uring, noio_uring) and what goes
+// to libfuse and the kernel (allow_other, max_read=, ...), dropping what only mount(8) and fstab
+// use (defaults, noauto, nofail, _netdev, user, x-*, ...). Pure functions; thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +23,9 @@ struct MountOptions {
   std::optional<std::string> on_collision;  // "error" | "first" | "last"
   std::optional<std::string> log;           // -o log=FILE
   std::optional<int> threads;
+  // -o active_threads=N: of the workers, at most N take requests at once (0: all of them; unset:
+  // the CPUs; fuse/worker_loop.h).
+  std::optional<int> active_threads;
   std::optional<uint32_t> max_read;         // -o max_read=N (libfuse needs it in INIT too)
   std::optional<uint32_t> read_ahead;       // -o read_ahead=SIZE (bytes)
   bool zero_copy = true;

@@ -1,4 +1,4 @@
-// Session: libfuse session setup, mount, multi-threaded loop, unmount.
+// Session: libfuse session setup, mount, the workers, unmount.
 #include "fuse/session.h"
 
 #include <fcntl.h>
@@ -27,9 +27,6 @@ namespace {
 
 struct SessionDeleter {
   void operator()(fuse_session* se) const { fuse_session_destroy(se); }
-};
-struct LoopConfigDeleter {
-  void operator()(fuse_loop_config* c) const { fuse_loop_cfg_destroy(c); }
 };
 
 // Undoes the steps of a session that succeeded, in reverse order, on every path out.
@@ -66,9 +63,10 @@ class MountedSession {
 // of a page that a queued READ holds until it is answered: the loop's workers have stopped
 // answering, so requests are served here until the pushers have stopped (io_uring's threads still
 // serve until the unmount). Without this a SIGTERM with readers running could hang the daemon.
-// But a worker that read a request after the session began to end drops it (libfuse), and a
-// push waiting for the pages of such a READ waits for good (seen: 1 SIGTERM in 30 with 4 readers
-// by path, since listed directories are walked). After kAbortAfter the connection is aborted
+// libfuse's loop dropped a request a worker read after the session began to end, and a push
+// waiting for the pages of such a READ waited for good (seen: 1 SIGTERM in 30 with 4 readers by
+// path); the workers here process every request they read (fuse/worker_loop.h), and the abort
+// stays as the bound on a push that still waits. After kAbortAfter the connection is aborted
 // through `abort_path` (/sys/fs/fuse/connections/N/abort; empty: unknown): every request left
 // then fails, the readers' with ENOTCONN, as the unmount would make them. libfuse does not
 // unmount an aborted connection, so the mount at `mountpoint` is detached here (umount2, or
@@ -103,7 +101,8 @@ void StopServing(fuse_session* se, Pusher& pusher, bool ring_serves, const std::
       const bool ok = fd >= 0 && ::write(fd, "1", 1) == 1;
       if (fd >= 0) ::close(fd);
       log.Warning(std::string(ok ? "aborted" : "could not abort") + " the connection (" +
-                  abort_path + "): a push still waited for a request the session dropped");
+                  abort_path + "): a push still waited for a request after " +
+                  std::to_string(kAbortAfter.count()) + " s");
       if (ok && !mountpoint.empty()) DetachMount(mountpoint);
     }
     if (ring_serves) {
@@ -263,15 +262,12 @@ Status ServeMount(const Filesystem& fs, const ServeConfig& config, const Session
         counters->failed.store(true);
       }
     }
-    std::unique_ptr<fuse_loop_config, LoopConfigDeleter> loop(fuse_loop_cfg_create());
-    if (!loop) return Status::IOError("out of memory creating the session loop");
-    unsigned threads = static_cast<unsigned>(params.threads > 0 ? params.threads : 1);
-    fuse_loop_cfg_set_max_threads(loop.get(), threads);
-    // Keep every worker alive between bursts: creating threads per request costs more than
-    // the idle stacks.
-    fuse_loop_cfg_set_idle_threads(loop.get(), threads);
-    int rc = fuse_session_loop_mt(se.get(), loop.get());
-    if (rc < 0) log.Error("session loop ended with error: " + ErrnoText(-rc));
+    // The workers, until the unmount or a SIGINT, SIGTERM or SIGHUP (fuse/worker_loop.h).
+    auto counters = params.worker_counters ? params.worker_counters
+                                           : std::make_shared<WorkerCounters>();
+    const int active = params.active_threads < 0 ? UsableCpus() : params.active_threads;
+    const int rc = RunWorkerLoop(se.get(), params.threads, active, *counters);
+    if (rc < 0) log.Error("serving requests stopped: " + ErrnoText(-rc));
     // Before the session it pushes to goes away, and while requests are still answered.
     if (state.pusher) StopServing(se.get(), *state.pusher, ring_serves, abort_path,
                                    state.mountpoint, log);

@@ -2,8 +2,9 @@
 // unmounted (fusermount3 -u, umount) or the process gets SIGINT, SIGTERM or SIGHUP; then it
 // unmounts and returns.
 //
-// Threads: ServeMount runs libfuse's loop on the calling thread, which starts up to `threads`
-// workers and joins them all before returning. The Filesystem and Logger must outlive the call.
+// Threads: ServeMount serves requests with `threads` workers (fuse/worker_loop.h), started from
+// and joined by the calling thread before it returns. The Filesystem and Logger must outlive
+// the call.
 #pragma once
 
 #include <functional>
@@ -14,6 +15,7 @@
 #include "fuse/logger.h"
 #include "fuse/lowlevel_ops.h"
 #include "fuse/uring_transport.h"
+#include "fuse/worker_loop.h"
 
 namespace packfs {
 
@@ -21,6 +23,11 @@ struct SessionParams {
   std::string mountpoint;    // absolute path
   std::string fuse_options;  // the -o string for libfuse
   int threads = 8;
+  // Of the workers, at most this many take requests at once; one whose read waits for the disk
+  // steps aside (fuse/worker_loop.h). -1: the CPUs; 0: all of them.
+  int active_threads = -1;
+  // Its counters (may be null).
+  std::shared_ptr<WorkerCounters> worker_counters;
   bool debug = false;        // libfuse request tracing on stderr
   // Serve requests over FUSE io_uring when the kernel allows it (fuse/uring_transport.h),
   // otherwise through /dev/fuse, saying why when `io_uring_asked` (-o io_uring). Its counters go

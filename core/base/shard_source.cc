@@ -3,10 +3,13 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+
+#include "core/base/wait_notice.h"
 
 namespace packfs {
 
@@ -69,6 +72,10 @@ Result<size_t> FileShardSource::ReadAt(uint64_t offset, std::span<uint8_t> buf) 
   size_t want = buf.size();
   if (want > stat_.size - offset) want = static_cast<size_t>(stat_.size - offset);
   size_t done = 0;
+  if (WaitNotice* notice = CurrentWaitNotice(); notice != nullptr && want > 0) {
+    done = ReadCached(offset, buf.first(want));
+    if (done < want) notice->BeforeWait();
+  }
   while (done < want) {
     ssize_t n = ::pread(fd_.get(), buf.data() + done, want - done,
                         static_cast<off_t>(offset + done));
@@ -83,6 +90,21 @@ Result<size_t> FileShardSource::ReadAt(uint64_t offset, std::span<uint8_t> buf) 
     done += static_cast<size_t>(n);
   }
   return done;
+}
+
+size_t FileShardSource::ReadCached(uint64_t offset, std::span<uint8_t> buf) const {
+  if (!nowait_.load(std::memory_order_relaxed)) return 0;
+  iovec iov{buf.data(), buf.size()};
+  for (;;) {
+    const ssize_t n = ::preadv2(fd_.get(), &iov, 1, static_cast<off_t>(offset), RWF_NOWAIT);
+    if (n >= 0) return static_cast<size_t>(n);
+    if (errno == EINTR) continue;
+    // Not on this file system: every read is taken to wait from now on.
+    if (errno == EOPNOTSUPP || errno == EINVAL) nowait_.store(false, std::memory_order_relaxed);
+    // EAGAIN: the first page is not cached (its read has been started); an error the blocking
+    // read that follows reports.
+    return 0;
+  }
 }
 
 Result<size_t> MemoryShardSource::ReadAt(uint64_t offset, std::span<uint8_t> buf) const {

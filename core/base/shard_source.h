@@ -5,6 +5,7 @@
 // (Mp4SliceSource) and windows of other sources plug in here without touching callers.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -77,7 +78,9 @@ struct FileStat {
 };
 Result<FileStat> StatFile(const std::string& path);
 
-// A local file read with pread(2). Holds one O_RDONLY fd for its lifetime.
+// A local file read with pread(2). Holds one O_RDONLY fd for its lifetime. On a thread with a
+// WaitNotice (core/base/wait_notice.h) a read first takes what is cached and tells the notice
+// before it waits for the rest.
 class FileShardSource final : public ShardSource {
  public:
   // Opens `path`; `display_name` is what messages call it.
@@ -95,9 +98,14 @@ class FileShardSource final : public ShardSource {
   FileShardSource(UniqueFd fd, std::string name, FileStat st)
       : fd_(std::move(fd)), name_(std::move(name)), stat_(st) {}
 
+  // With a WaitNotice set on the calling thread (core/base/wait_notice.h): what of buf is read
+  // at `offset` without waiting for the disk (preadv2 with RWF_NOWAIT), from 0 to all of it.
+  size_t ReadCached(uint64_t offset, std::span<uint8_t> buf) const;
+
   UniqueFd fd_;
   std::string name_;
   FileStat stat_;
+  mutable std::atomic<bool> nowait_{true};  // cleared when the file system refuses RWF_NOWAIT
 };
 
 // An immutable in-memory shard (tests, synthesized content).

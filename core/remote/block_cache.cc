@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "core/base/wait_notice.h"
+
 namespace packfs {
 
 struct BlockCache::Slot {
@@ -265,6 +267,14 @@ void BlockCache::Fail(const std::shared_ptr<Slot>& slot, const Status& error) {
 
 Result<BlockCache::Bytes> BlockCache::Wait(const std::shared_ptr<Slot>& slot) const {
   std::unique_lock<std::mutex> lock(mu_);
+  if (!slot->done) {
+    // The block is still on its way: a FUSE worker steps aside before waiting for it.
+    if (WaitNotice* notice = CurrentWaitNotice()) {
+      lock.unlock();
+      notice->BeforeWait();
+      lock.lock();
+    }
+  }
   done_.wait(lock, [&] { return slot->done; });
   if (slot->bytes) return slot->bytes;
   return slot->error;

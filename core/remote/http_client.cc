@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/base/wait_notice.h"
 #include "core/remote/url.h"
 
 namespace packfs {
@@ -529,6 +530,8 @@ Status HttpClient::Perform(Request& req) const {
     std::lock_guard<std::mutex> lock(pool_->mu);
     ++pool_->requests;
   }
+  // A request waits for the network (and maybe for a handle): a FUSE worker steps aside first.
+  if (WaitNotice* notice = CurrentWaitNotice()) notice->BeforeWait();
   CURL* h = pool_->Acquire();
   if (h == nullptr) return Status::IOError(req.What() + ": cannot create a libcurl handle");
   struct Lease {

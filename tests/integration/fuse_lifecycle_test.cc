@@ -1,18 +1,24 @@
 // packfs mount lifecycle: foreground mounts ended by SIGTERM/SIGINT, unmounting while readers
-// run, stats printed at unmount with -d, and mounting through mount(8), mount.fuse3, fstab and
-// the mount.fuse.packfs helper. Each test checks /proc/mounts for leftovers.
+// run, the workers' turns (fuse/worker_loop.h), stats printed at unmount with -d, and mounting
+// through mount(8), mount.fuse3, fstab and the mount.fuse.packfs helper. Each test checks
+// /proc/mounts for leftovers.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/support/mount_util.h"
 #include "tests/support/test_util.h"
@@ -63,37 +69,75 @@ TEST_F(LifecycleTest, SigtermAndSigintUnmountCleanly) {
   }
 }
 
-TEST_F(LifecycleTest, UnmountWhileReadersRun) {
-  ForegroundPackfs p({"-f", tmp_ / "media", mnt_}, tmp_ / "stderr.txt");
-  ASSERT_TRUE(WaitMounted(mnt_, true)) << testing::ReadFile(tmp_ / "stderr.txt");
-  std::atomic<bool> stop{false};
-  std::atomic<int> good_reads{0};
+// Drops the pages of the shards in `dir` from the page cache: the next reads wait for the disk.
+void EvictShards(const std::string& dir) {
+  for (int i = 0; i < 3; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "/pack-%04d.zip", i);
+    const int fd = ::open((dir + name).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ::fdatasync(fd);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+  }
+}
+
+// Reads f0..f19 whole from `mnt` with `threads` readers at once; returns how many came back
+// with the bytes of `tree`.
+int ReadAllAtOnce(const std::string& mnt, const std::string& tree, int threads) {
+  std::atomic<int> good{0};
   std::vector<std::thread> readers;
-  for (int t = 0; t < 4; ++t) {
+  for (int t = 0; t < threads; ++t) {
     readers.emplace_back([&, t] {
-      std::string buf(65536, '\0');
-      for (int i = 0; !stop.load(); ++i) {
-        int fd = ::open((mnt_ + "/f" + std::to_string((i + t) % 20)).c_str(), O_RDONLY);
-        if (fd < 0) continue;
-        while (::read(fd, buf.data(), buf.size()) > 0) {
-        }
-        ::close(fd);
-        ++good_reads;
+      for (int i = t; i < 20; i += threads) {
+        const std::string name = "/f" + std::to_string(i);
+        if (testing::ReadFile(mnt + name) == testing::ReadFile(tree + name)) ++good;
       }
     });
   }
-  while (good_reads.load() < 20) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  // Readers hold files open, so a plain unmount would be EBUSY: SIGTERM makes packfs detach.
-  ASSERT_EQ(::kill(p.pid(), SIGTERM), 0);
-  int status = p.Wait(20);
-  stop = true;
   for (auto& r : readers) r.join();
-  EXPECT_NE(status, -1) << "packfs did not exit with readers running";
-  EXPECT_FALSE(IsMounted(mnt_));
+  return good.load();
+}
+
+TEST_F(LifecycleTest, UnmountWhileReadersRun) {
+  // With the default workers, and with one worker of eight taking requests (the others parked,
+  // or waiting for the disk: the shards are cold).
+  for (const std::string opts : {"", "active_threads=1"}) {
+    SCOPED_TRACE(opts);
+    EvictShards(tmp_ / "media");
+    std::vector<std::string> args = {"-f", tmp_ / "media", mnt_};
+    if (!opts.empty()) args.insert(args.begin(), {"-o", opts});
+    ForegroundPackfs p(args, tmp_ / "stderr.txt");
+    ASSERT_TRUE(WaitMounted(mnt_, true)) << testing::ReadFile(tmp_ / "stderr.txt");
+    std::atomic<bool> stop{false};
+    std::atomic<int> good_reads{0};
+    std::vector<std::thread> readers;
+    for (int t = 0; t < 4; ++t) {
+      readers.emplace_back([&, t] {
+        std::string buf(65536, '\0');
+        for (int i = 0; !stop.load(); ++i) {
+          int fd = ::open((mnt_ + "/f" + std::to_string((i + t) % 20)).c_str(), O_RDONLY);
+          if (fd < 0) continue;
+          while (::read(fd, buf.data(), buf.size()) > 0) {
+          }
+          ::close(fd);
+          ++good_reads;
+        }
+      });
+    }
+    while (good_reads.load() < 20) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    // Readers hold files open, so a plain unmount would be EBUSY: SIGTERM makes packfs detach.
+    ASSERT_EQ(::kill(p.pid(), SIGTERM), 0);
+    int status = p.Wait(20);
+    stop = true;
+    for (auto& r : readers) r.join();
+    EXPECT_NE(status, -1) << "packfs did not exit with readers running";
+    EXPECT_FALSE(IsMounted(mnt_));
+  }
   // A daemonized mount with readers, ended by fusermount3 -u -z.
   Mount m({tmp_ / "media"}, mnt_);
   ASSERT_TRUE(m.ok()) << m.result().err;
-  stop = false;
+  std::atomic<bool> stop{false};
   std::thread reader([&] {
     while (!stop.load()) testing::Sh("cat '" + mnt_ + "/f1' > /dev/null 2>&1");
   });
@@ -109,6 +153,42 @@ TEST_F(LifecycleTest, UnmountWhileReadersRun) {
     procs = Sh("pgrep -f 'packfs .*" + mnt_ + "$' || true");
   }
   EXPECT_EQ(procs.out, "");
+}
+
+// With one worker of four taking requests, a READ that waits for the disk hands its turn on:
+// readers of cold files at once all get their bytes (no deadlock with every turn given up), and
+// the workers' counters show the turns given up.
+TEST_F(LifecycleTest, AWorkerWhoseReadWaitsHandsItsTurnOn) {
+  EvictShards(tmp_ / "media");
+  // No read-ahead at lookup and no pushes: the READs themselves find the pages missing.
+  Mount m({tmp_ / "media"}, mnt_, {"-o", "threads=4,active_threads=1,noprefetch,nopush"});
+  ASSERT_TRUE(m.ok()) << m.result().err;
+  EXPECT_EQ(ReadAllAtOnce(mnt_, tmp_ / "tree", 6), 20);
+  const nlohmann::json workers = testing::MountStats(mnt_)["workers"];
+  EXPECT_EQ(workers["threads"], 4) << workers.dump();
+  EXPECT_EQ(workers["active"], 1) << workers.dump();
+  EXPECT_GE(workers["waits"].get<uint64_t>(), 1u) << workers.dump();
+  EXPECT_EQ(m.Unmount().exit_code, 0);
+  EXPECT_TRUE(WaitMounted(mnt_, false));
+}
+
+// By default as many workers take requests as the daemon has CPUs; active_threads=0: all.
+TEST_F(LifecycleTest, AsManyWorkersTakeRequestsAsThereAreCpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof set, &set), 0);
+  const int cpus = CPU_COUNT(&set);
+  for (const std::string opts : {"threads=8", "threads=8,active_threads=0"}) {
+    SCOPED_TRACE(opts);
+    Mount m({tmp_ / "media"}, mnt_, {"-o", opts});
+    ASSERT_TRUE(m.ok()) << m.result().err;
+    EXPECT_EQ(ReadAllAtOnce(mnt_, tmp_ / "tree", 4), 20);
+    const nlohmann::json workers = testing::MountStats(mnt_)["workers"];
+    EXPECT_EQ(workers["threads"], 8) << workers.dump();
+    EXPECT_EQ(workers["active"], opts == "threads=8" ? std::min(cpus, 8) : 8) << workers.dump();
+    EXPECT_EQ(m.Unmount().exit_code, 0);
+    EXPECT_TRUE(WaitMounted(mnt_, false));
+  }
 }
 
 TEST_F(LifecycleTest, DebugPrintsStatsAtUnmount) {

@@ -23,13 +23,16 @@ TEST(MountOptionsTest, IoUringIsUnsetUntilAskedForOrRefused) {
 TEST(MountOptionsTest, KeepsItsOwnPassesTheRestAndDropsMountsOnly) {
   MountOptions o;
   ASSERT_TRUE(
-      ParseMountOptions("uid=7,umask=022,threads=4,push=256K,defaults,noauto,x-systemd.x,"
+      ParseMountOptions("uid=7,umask=022,threads=4,active_threads=3,push=256K,defaults,noauto,"
+                        "x-systemd.x,"
                         "allow_other,nocrc,open,read_ahead=2M,nowalk,nolist",
                         &o)
           .ok());
   EXPECT_EQ(o.uid, std::optional<uint32_t>(7));
   EXPECT_EQ(o.umask, std::optional<uint32_t>(022));
   EXPECT_EQ(o.threads, std::optional<int>(4));
+  EXPECT_EQ(o.active_threads, std::optional<int>(3));
+  EXPECT_FALSE(MountOptions().active_threads.has_value());  // the default: the CPUs
   EXPECT_EQ(o.push_window, std::optional<uint64_t>(256u << 10));
   EXPECT_EQ(o.read_ahead, std::optional<uint32_t>(2u << 20));
   EXPECT_FALSE(o.crc);
@@ -50,6 +53,7 @@ TEST(MountOptionsTest, RefusesMalformedValuesNamingThem) {
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("uid=abc"), std::string::npos) << s.message();
   EXPECT_FALSE(ParseMountOptions("threads=0", &o).ok());
+  EXPECT_FALSE(ParseMountOptions("active_threads=1025", &o).ok());
   EXPECT_FALSE(ParseMountOptions("max_read=100", &o).ok());
   EXPECT_FALSE(ParseMountOptions("push=65M", &o).ok());
   EXPECT_FALSE(ParseMountOptions("read_ahead=65M", &o).ok());
