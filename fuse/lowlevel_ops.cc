@@ -215,10 +215,8 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 void StepAsideUnlessCached(int fd, uint64_t offset, uint64_t length) {
   WaitNotice* notice = CurrentWaitNotice();
   if (notice == nullptr) return;
-  static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  const uint64_t whole = (offset + length) / page - (offset + page - 1) / page;
   const std::optional<PageCacheState> state = CacheStateOf(fd, offset, length);
-  if (!state || state->cached < whole) notice->BeforeWait();
+  if (!state || state->cached < state->pages) notice->BeforeWait();
 }
 
 // Sends a READ's answer and counts its bytes: a window of a shard file zero-copy (libfuse

@@ -53,7 +53,7 @@ std::optional<PageCacheState> CacheStateOf(int fd, uint64_t offset, uint64_t len
     if (errno == ENOSYS || errno == EPERM) missing.store(true, std::memory_order_relaxed);
     return std::nullopt;
   }
-  return PageCacheState{cs.nr_cache, cs.nr_evicted};
+  return PageCacheState{cs.nr_cache, cs.nr_evicted, (to - from) / page};
 }
 
 std::optional<uint64_t> MemoryRoom() {

@@ -13,6 +13,7 @@ namespace packfs {
 struct PageCacheState {
   uint64_t cached = 0;   // pages of the range in the page cache
   uint64_t evicted = 0;  // pages of the range evicted by reclaim (their shadow entries remain)
+  uint64_t pages = 0;    // whole pages in the range (what was asked about)
 };
 
 // The state of the whole pages within [offset, offset + length) of `fd`; nullopt when the kernel

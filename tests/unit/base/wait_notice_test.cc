@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "core/base/shard_source.h"
@@ -53,6 +54,11 @@ TEST(WaitNoticeTest, AReadTellsTheNoticeOnlyWhenItWaitsForTheDisk) {
     ScopedWaitNotice scope(&notice);
     read_all();  // just written: in the page cache
     EXPECT_EQ(notice.waits, 0);
+    if (std::optional<PageCacheState> cached = CacheStateOf((*src)->fd(), 0, data.size())) {
+      // What the splice path compares (fuse/lowlevel_ops.cc): every whole page of it is cached.
+      EXPECT_EQ(cached->pages, data.size() / static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)));
+      EXPECT_EQ(cached->cached, cached->pages);
+    }
     if (!Evict(path, data.size())) GTEST_SKIP() << "cannot drop " << path << " from the cache";
     got.assign(data.size(), '\0');
     read_all();
