@@ -19,12 +19,21 @@ squashfuse over an uncompressed squashfs of the same files. Every contender is c
 byte on a few hundred files first (bench_small.check). Repeats are interleaved; every pass is a
 fresh mount after dropped caches.
 
+Each pass also times its first SPLIT_PERCENT of files (readfiles --split): in a random order
+that is about as much of every directory, which is where a packfs mount starts to treat a
+directory as read through (fuse/push.h: it lists, streams, walks and pushes only from then on).
+Before that point every file costs its own requests and its own disk read, as in a pass over a
+sample of the set; the report gives the rate of both parts, so that an epoch's ratio can be told
+apart into the two regimes it is made of.
+
 Then the same epoch on a set that does not fit: loose, raw pread, packfs and packfs -o nopush
 again, with this process and all it starts (mounts, readers) in a memory cgroup of a quarter of
 the set plus 48 MiB for the processes (--epoch-memory), page cache included.
 """
 import os
 import random
+
+SPLIT_PERCENT = 15  # fuse/push.h kPushAfterPercent
 
 from common import Broken, drop_caches, memory_limited, packfs_stats, uring_enabled
 from bench_small import Contender, ours, read_pass, stats_delta, CHECK_FILES
@@ -156,6 +165,8 @@ def run_passes(args, work, cs, rows, broken, extra):
     """Every pattern, thread count and repeat over contenders cs (interleaved per repeat);
     rows get `extra` (e.g. the memory limit)."""
     tag = f" {extra['memory'] >> 20}M" if "memory" in extra else ""
+    with open(os.path.join(work, "lists", "epoch-path-0.txt")) as f:
+        split = sum(1 for _ in f) * SPLIT_PERCENT // 100
     for pattern in ("path", "scan"):
         for threads in args.epoch_threads:
             for r in range(args.repeat):
@@ -168,7 +179,7 @@ def run_passes(args, work, cs, rows, broken, extra):
                         read_whole(path)
                     before = packfs_stats(c.root) if c.name.startswith("packfs") else None
                     res = read_pass(args, work, c, r, threads, pattern == "scan",
-                                    args.epoch_budget, prefix="epoch-")
+                                    args.epoch_budget, prefix="epoch-", split=split)
                     row = {"bench": "epoch", "pattern": pattern, "threads": threads,
                            "contender": c.name, "repeat": r, **extra, **res}
                     if before:

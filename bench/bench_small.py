@@ -142,9 +142,10 @@ def check(args, work, ds, c, rows):
     return None
 
 
-def read_pass(args, work, c, r, threads, scan, budget, verify=None, prefix=""):
+def read_pass(args, work, c, r, threads, scan, budget, verify=None, prefix="", split=0):
     """One readfiles pass of c over list r (a repeat number, or "check") of the lists named
-    `prefix`path-r.txt / `prefix`pread-r.txt; its JSON result."""
+    `prefix`path-r.txt / `prefix`pread-r.txt; its JSON result (with `split`, also when the
+    split-th file was read: readfiles --split)."""
     d = os.path.join(work, "lists")
     exe = os.path.join(args.build, "readfiles")
     if c.pread:
@@ -156,6 +157,8 @@ def read_pass(args, work, c, r, threads, scan, budget, verify=None, prefix=""):
     cmd += ["--threads", str(threads), "--budget", str(budget)]
     if verify:
         cmd += ["--verify", verify]
+    if split:
+        cmd += ["--split", str(split)]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=budget + 120)
     except subprocess.TimeoutExpired:

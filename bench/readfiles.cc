@@ -13,13 +13,17 @@
 //   --block BYTES (either mode): the size of each read(2) or pread(2), a multiple of 4096 up to
 //       16 MiB (default 256 KiB); a reader of small blocks (ffmpeg reads 32 KiB) leans on the
 //       kernel's read-ahead.
+//   --split K (either mode): also reports when the K-th item was done (split_seconds), so that
+//       one pass gives the rate of its first K items and of the rest: an epoch's first part,
+//       before a mount knows it reads whole directories, costs differently from the rest.
 //
 // N threads take the next item from one shared counter, so the order of the list is the order
 // the reads are issued in. After --budget seconds the threads stop and the pass is reported as
 // incomplete (a contender that is too slow is recorded, not waited for); a thread stuck in one
 // read for another max(1 s, budget/5) is abandoned: the figures so far are printed and the
 // process exits without joining it. Prints one JSON object: files, bytes, errors, mismatches,
-// seconds, files_per_s, mib_per_s, complete, abandoned, scan_seconds, scan_entries.
+// seconds, files_per_s, mib_per_s, complete, abandoned, scan_seconds, scan_entries, and with
+// --split split_files and split_seconds (-1 when the pass ended before).
 // Exit status: 0 all read, 1 read errors, 2 usage or list errors, 3 mismatches (wrong bytes).
 #include <dirent.h>
 #include <fcntl.h>
@@ -56,6 +60,7 @@ struct Options {
   double budget_s = 0;  // 0: no budget
   std::string verify_root;  // empty: no byte check
   size_t block = 256 * 1024;  // bytes per read(2) / pread(2)
+  size_t split = 0;           // 0: no split time
 };
 
 // One positioned read of the raw-pread mode; `fd` indexes Job::fds.
@@ -88,8 +93,9 @@ struct Tally {
 [[noreturn]] void Usage(const char* why) {
   std::fprintf(stderr,
                "readfiles: %s\nusage: readfiles --root DIR --list FILE [--threads N] [--scan] "
-               "[--budget S] [--block BYTES]\n"
-               "       readfiles --pread FILE [--threads N] [--budget S] [--block BYTES]\n",
+               "[--budget S] [--block BYTES] [--split K]\n"
+               "       readfiles --pread FILE [--threads N] [--budget S] [--block BYTES] "
+               "[--split K]\n",
                why);
   std::exit(2);
 }
@@ -110,6 +116,7 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--scan") o.scan = true;
     else if (a == "--verify") o.verify_root = value();
     else if (a == "--block") o.block = std::strtoull(value().c_str(), nullptr, 10);
+    else if (a == "--split") o.split = std::strtoull(value().c_str(), nullptr, 10);
     else Usage(("unknown argument " + a).c_str());
   }
   if (o.threads < 1 || o.threads > 1024) Usage("--threads must be 1..1024");
@@ -273,6 +280,10 @@ int main(int argc, char** argv) {
   std::mutex done_mu;
   std::condition_variable done_cv;
   int running = opt.threads;  // guarded by done_mu
+  // Items done, counted only with --split (one shared counter more on the hot path), and when the
+  // split-th was (nanoseconds after start; -1: not yet).
+  std::atomic<size_t> finished{0};
+  std::atomic<int64_t> split_ns{-1};
   const auto start = Clock::now();
   const auto deadline =
       start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
@@ -306,6 +317,10 @@ int main(int argc, char** argv) {
         }
         t->Add(t->files, 1);
         t->Add(t->bytes, static_cast<uint64_t>(got));
+      }
+      if (opt.split > 0 && finished.fetch_add(1, std::memory_order_relaxed) + 1 == opt.split) {
+        split_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start)
+                           .count());
       }
       if (opt.budget_s > 0 && Clock::now() > deadline) stop.store(true);
     }
@@ -342,12 +357,13 @@ int main(int argc, char** argv) {
       "{\"mode\":\"%s\",\"threads\":%d,\"listed\":%zu,\"files\":%llu,\"bytes\":%llu,"
       "\"errors\":%llu,\"mismatches\":%llu,\"seconds\":%.6f,\"files_per_s\":%.1f,"
       "\"mib_per_s\":%.2f,\"complete\":%s,\"abandoned\":%s,\"scan_seconds\":%.6f,"
-      "\"scan_entries\":%llu}\n",
+      "\"scan_entries\":%llu,\"split_files\":%zu,\"split_seconds\":%.6f}\n",
       job.paths.empty() ? "pread" : "path", opt.threads, n, static_cast<unsigned long long>(files),
       static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(errors),
       static_cast<unsigned long long>(mismatches), secs, secs > 0 ? files / secs : 0.0,
       secs > 0 ? bytes / secs / (1024.0 * 1024.0) : 0.0, complete ? "true" : "false",
-      abandoned ? "true" : "false", scan_s, static_cast<unsigned long long>(scan_entries));
+      abandoned ? "true" : "false", scan_s, static_cast<unsigned long long>(scan_entries),
+      opt.split, split_ns.load() < 0 ? -1.0 : split_ns.load() / 1e9);
   std::fflush(stdout);
   const int status = mismatches ? 3 : errors ? 1 : 0;
   if (abandoned) std::_Exit(status);  // joining would wait for the stuck read

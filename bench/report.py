@@ -204,6 +204,7 @@ def _epoch_tables(epoch, L, png_path, title, intro, chart_title):
                              if push else "")
             L.append("| " + " | ".join(cells) + " |")
         L.append("")
+    _epoch_split_table(runs, order, threads, L)
     cols = [(p_, t) for p_ in ("path", "scan") for t in threads]
     png = chart(png_path, chart_title,
                 "x loose files", [f"{p_} {t} readers" for p_, t in cols],
@@ -211,6 +212,50 @@ def _epoch_tables(epoch, L, png_path, title, intro, chart_title):
                  for c in order if c != "loose"], ref=1)
     if png:
         L += [f"![epoch]({png})", ""]
+
+
+def _split_rates(r):
+    """(files/s of a pass's first split_files files, files/s of the rest), or None."""
+    k, t = r.get("split_files") or 0, r.get("split_seconds", -1)
+    if not k or t <= 0 or not r.get("complete") or r["seconds"] <= t or r["files"] <= k:
+        return None
+    return k / t, (r["files"] - k) / (r["seconds"] - t)
+
+
+def _epoch_split_table(runs, order, threads, L):
+    """The first part of each pass (readfiles --split) against the rest, for the contenders that
+    tell the regimes apart: loose files, raw pread, packfs and its limit with the shards cached."""
+    shown = [c for c in order if c in ("loose", "raw pread") or
+             (c.startswith("packfs") and ("cached" in c or c in ("packfs", "packfs -o io_uring")))]
+    parts = {}
+    for (pattern, t, c), rs in runs.items():
+        got = [x for x in map(_split_rates, rs) if x]
+        if got and c in shown:
+            parts[(pattern, t, c)] = (med([g[0] for g in got]), med([g[1] for g in got]))
+    if not parts:
+        return
+    pct = next((round(100 * r["split_files"] / r["files"]) for rs in runs.values() for r in rs
+                if r.get("split_files") and r.get("files")), None)
+    L += [f"### The first {pct}% of the epoch and the rest", "",
+          f"Each pass above also timed its first {pct}% of files. In a random order that is "
+          f"about {pct}% of every directory, the share after which packfs treats a directory as "
+          "read through (lists, streams, walks and pushes it where memory has room: "
+          "`fuse/push.h`); before it every file costs its own requests and disk read, as in a "
+          "pass over a sample of the set. Files/s of each part (median of the repeats) and "
+          "× loose files in the same part.", "",
+          "| contender | pattern | readers | first part files/s | × loose | rest files/s "
+          "| × loose |", "|---|---|---|---|---|---|---|"]
+    for pattern in ("path", "scan"):
+        for t in threads:
+            base = parts.get((pattern, t, "loose"))
+            for c in shown:
+                p_ = parts.get((pattern, t, c))  # raw pread has no scan: its rows are by path
+                if not p_:
+                    continue
+                L.append(f"| {c} | {'by path' if pattern == 'path' else 'after a scan'} | {t} | "
+                         f"{fmt_rate(p_[0])} | {fmt_ratio(p_[0], base[0] if base else None)} | "
+                         f"{fmt_rate(p_[1])} | {fmt_ratio(p_[1], base[1] if base else None)} |")
+    L.append("")
 
 
 def group(rows, bench, *keys, field="seconds"):
