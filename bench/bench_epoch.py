@@ -33,10 +33,10 @@ the set plus 48 MiB for the processes (--epoch-memory), page cache included.
 import os
 import random
 
-SPLIT_PERCENT = 15  # fuse/push.h kPushAfterPercent
-
 from common import Broken, drop_caches, memory_limited, packfs_stats, uring_enabled
 from bench_small import Contender, ours, read_pass, stats_delta, CHECK_FILES
+
+SPLIT_PERCENT = 15  # fuse/push.h kPushAfterPercent
 
 
 def epoch_keys(ds, n):
