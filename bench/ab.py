@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 
-from common import drop_caches, is_mounted, unmount
+from common import can_drop_caches, drop_caches, is_mounted, unmount
 
 
 def parse_variant(text, build):
@@ -107,6 +107,8 @@ def main():
             not os.path.exists(args.list):
         sys.exit(f"ab.py: no epoch set in {args.workdir} (run bench/run.sh --only epoch "
                  f"--workdir {args.workdir} first) or no list {args.list}")
+    if not can_drop_caches():
+        sys.exit("ab.py: every pass starts cold, which needs root (/proc/sys/vm/drop_caches)")
     variants = [parse_variant(v, args.build) for v in args.variants]
     mnt = os.path.join(args.workdir, "mnt", "ab")
     os.makedirs(mnt, exist_ok=True)
