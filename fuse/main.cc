@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <string_view>
@@ -319,6 +320,14 @@ void WriteAll(int fd, const std::string& s) {
 
 // The mount itself (foreground, or the daemon child). `ready_fd` (or -1) receives "O" once the
 // mount answers, or "E<message>" on failure.
+// Adds `part` (JSON members, without braces) to what the stats attribute shows beside the
+// request counters.
+void AddStats(std::function<std::string()>& extra, std::function<std::string()> part) {
+  extra = [before = std::move(extra), part = std::move(part)] {
+    return (before ? before() + ", " : std::string()) + part();
+  };
+}
+
 int RunMount(const Plan& plan, int ready_fd) {
   Logger log("packfs");
   auto fail = [&](const Status& st) {
@@ -352,10 +361,8 @@ int RunMount(const Plan& plan, int ready_fd) {
   }
   // What the allocator holds, so that memory it keeps freed is told from memory in use; and
   // which process serves the mount (fuse/dir_lister.h recognises its own mount by it).
-  opened.fs.extra_stats = [before = opened.fs.extra_stats] {
-    return (before ? before() + ", " : std::string()) + "\"pid\": " + std::to_string(::getpid()) +
-           ", " + MallocJson();
-  };
+  AddStats(opened.fs.extra_stats,
+           [] { return "\"pid\": " + std::to_string(::getpid()) + ", " + MallocJson(); });
   if (AnyRemote(plan.sources)) {
     // One reader for every remote source: one memory bound, one set of read-ahead threads
     // (started here, after the fork).
@@ -363,27 +370,19 @@ int RunMount(const Plan& plan, int ready_fd) {
     if (!reader.ok()) return fail(reader.status());
     opened.remote.reader = *reader;
     // Its counters go into the user.packfs.stats attribute beside the request counters.
-    opened.fs.extra_stats = [r = *reader, before = opened.fs.extra_stats] {
-      return (before ? before() + ", " : std::string()) + r->StatsJson();
-    };
+    AddStats(opened.fs.extra_stats, [r = *reader] { return r->StatsJson(); });
   }
   // The FUSE workers' reply buffers: what they keep joins the stats attribute.
   auto read_buffers = std::make_shared<ReadBuffers>();
-  opened.fs.extra_stats = [b = read_buffers, before = opened.fs.extra_stats] {
-    return (before ? before() + ", " : std::string()) + b->Json();
-  };
+  AddStats(opened.fs.extra_stats, [b = read_buffers] { return b->Json(); });
   // So do the workers' turns (fuse/worker_loop.h).
   auto worker_counters = std::make_shared<WorkerCounters>();
-  opened.fs.extra_stats = [w = worker_counters, before = opened.fs.extra_stats] {
-    return (before ? before() + ", " : std::string()) + w->Json();
-  };
+  AddStats(opened.fs.extra_stats, [w = worker_counters] { return w->Json(); });
   std::shared_ptr<UringCounters> uring_counters;
   if (plan.mount.io_uring.value_or(true)) {
     // The ring's counters join the stats attribute too.
     uring_counters = std::make_shared<UringCounters>();
-    opened.fs.extra_stats = [c = uring_counters, before = opened.fs.extra_stats] {
-      return (before ? before() + ", " : std::string()) + c->Json();
-    };
+    AddStats(opened.fs.extra_stats, [c = uring_counters] { return c->Json(); });
   }
   Result<std::unique_ptr<Filesystem>> fs = OpenFilesystem(opened, log);
   if (!fs.ok()) return fail(fs.status());
