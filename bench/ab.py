@@ -4,7 +4,7 @@ fresh mount after dropped caches, reporting the median files/s, CPU per file and
 of every variant. What bench/FINDINGS.md means by "N interleaved rounds by hand".
 
     bench/ab.py [--workdir DIR] [--build DIR] [--rounds N] [--threads 8,2] [--scan]
-                [--list FILE] [--split K] VARIANT...
+                [--list FILE] [--split K] [--timeline MS] VARIANT...
 
 VARIANT is NAME=[BINARY][:OPTIONS][:ENV=VALUE,...]: the packfs binary (default: --build's), -o
 options added to -o noio_uring (the /dev/fuse path; io_uring instead takes the ring, where the
@@ -72,6 +72,8 @@ def one_pass(args, variant, threads, mnt):
             cmd.append("--scan")
         if args.split:
             cmd += ["--split", str(args.split)]
+        if args.timeline:
+            cmd += ["--timeline", str(args.timeline)]
         t0 = busy_ticks()
         res = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
         ticks = busy_ticks() - t0
@@ -87,7 +89,10 @@ def one_pass(args, variant, threads, mnt):
             "ring": after.get("io_uring", {}).get("requests", 0)
             - before.get("io_uring", {}).get("requests", 0) > 0,
             "split": (res["split_files"] / res["split_seconds"]
-                      if res.get("split_seconds", -1) > 0 else None)}
+                      if res.get("split_seconds", -1) > 0 else None),
+            "rest": ((res["files"] - res["split_files"]) / (res["seconds"] - res["split_seconds"])
+                     if 0 < res.get("split_seconds", -1) < res["seconds"] else None),
+            "timeline": res.get("timeline", [])}
 
 
 def main():
@@ -100,6 +105,8 @@ def main():
     ap.add_argument("--scan", action="store_true", help="list every directory first")
     ap.add_argument("--list", help="paths to read (default: WORKDIR/lists/epoch-path-0.txt)")
     ap.add_argument("--split", type=int, default=0, help="also time the first K files apart")
+    ap.add_argument("--timeline", type=int, default=0, metavar="MS",
+                    help="also print the files read in every MS milliseconds of each pass")
     ap.add_argument("variants", nargs="+")
     args = ap.parse_args()
     args.list = args.list or os.path.join(args.workdir, "lists", "epoch-path-0.txt")
@@ -118,11 +125,16 @@ def main():
             for v in variants if r % 2 == 0 else variants[::-1]:
                 p = one_pass(args, v, threads, mnt)
                 results.setdefault((v[0], threads), []).append(p)
-                split = f"  first {args.split}: {p['split']:.0f}/s" if p["split"] else ""
+                split = (f"  first {args.split}: {p['split']:.0f}/s, rest {p['rest']:.0f}/s"
+                         if p["split"] and p["rest"] else "")
                 print(f"r{r} t{threads} {v[0]:14s} {p['files_per_s']:9.0f} files/s  "
                       f"{p['cpu_us']:5.0f} us CPU/file  READ {p['read']:.2f}  "
                       f"LOOKUP {p['lookup']:.2f}{split}" + ("  (ring)" if p["ring"] else "")
                       + (f"  ERRORS {p['errors']}" if p["errors"] else ""), flush=True)
+                if p["timeline"]:
+                    t = p["timeline"]
+                    print(f"   files every {args.timeline} ms: "
+                          + " ".join(str(b - a) for a, b in zip([0] + t, t)), flush=True)
     print()
     for (name, threads), ps in sorted(results.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         med = lambda k: statistics.median(p[k] for p in ps)  # noqa: E731

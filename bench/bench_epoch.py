@@ -19,12 +19,14 @@ squashfuse over an uncompressed squashfs of the same files. Every contender is c
 byte on a few hundred files first (bench_small.check). Repeats are interleaved; every pass is a
 fresh mount after dropped caches.
 
-Each pass also times its first SPLIT_PERCENT of files (readfiles --split): in a random order
-that is about as much of every directory, which is where a packfs mount starts to treat a
-directory as read through (fuse/push.h: it lists, streams, walks and pushes only from then on).
-Before that point every file costs its own requests and its own disk read, as in a pass over a
-sample of the set; the report gives the rate of both parts, so that an epoch's ratio can be told
-apart into the two regimes it is made of.
+Each pass also records how many files were read every TIMELINE_MS milliseconds (readfiles
+--timeline), and the report splits it in three phases: the first 10% of files, 10-25%, and the
+rest. In a random order a packfs mount treats a directory as read through once 15% of it was
+served (fuse/push.h), and the directories cross that line between about 12% and 17% of the
+epoch: before it every file costs its own requests and its own disk read, as in a pass over a
+sample of the set; around it the mount lists, streams, walks and pushes most of the set at once;
+after it most reads are served by the kernel from pushed pages. The report also charts the
+timelines, so a stall shows.
 
 Then the same epoch on a set that does not fit: loose, raw pread, packfs and packfs -o nopush
 again, with this process and all it starts (mounts, readers) in a memory cgroup of a quarter of
@@ -36,7 +38,7 @@ import random
 from common import Broken, drop_caches, memory_limited, packfs_stats, uring_enabled
 from bench_small import Contender, ours, read_pass, stats_delta, CHECK_FILES
 
-SPLIT_PERCENT = 15  # fuse/push.h kPushAfterPercent
+TIMELINE_MS = 10
 
 
 def epoch_keys(ds, n):
@@ -165,8 +167,6 @@ def run_passes(args, work, cs, rows, broken, extra):
     """Every pattern, thread count and repeat over contenders cs (interleaved per repeat);
     rows get `extra` (e.g. the memory limit)."""
     tag = f" {extra['memory'] >> 20}M" if "memory" in extra else ""
-    with open(os.path.join(work, "lists", "epoch-path-0.txt")) as f:
-        split = sum(1 for _ in f) * SPLIT_PERCENT // 100
     for pattern in ("path", "scan"):
         for threads in args.epoch_threads:
             for r in range(args.repeat):
@@ -179,7 +179,8 @@ def run_passes(args, work, cs, rows, broken, extra):
                         read_whole(path)
                     before = packfs_stats(c.root) if c.name.startswith("packfs") else None
                     res = read_pass(args, work, c, r, threads, pattern == "scan",
-                                    args.epoch_budget, prefix="epoch-", split=split)
+                                    args.epoch_budget, prefix="epoch-",
+                                    timeline=TIMELINE_MS)
                     row = {"bench": "epoch", "pattern": pattern, "threads": threads,
                            "contender": c.name, "repeat": r, **extra, **res}
                     if before:

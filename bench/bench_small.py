@@ -142,10 +142,12 @@ def check(args, work, ds, c, rows):
     return None
 
 
-def read_pass(args, work, c, r, threads, scan, budget, verify=None, prefix="", split=0):
+def read_pass(args, work, c, r, threads, scan, budget, verify=None, prefix="", split=0,
+              timeline=0):
     """One readfiles pass of c over list r (a repeat number, or "check") of the lists named
     `prefix`path-r.txt / `prefix`pread-r.txt; its JSON result (with `split`, also when the
-    split-th file was read: readfiles --split)."""
+    split-th file was read: readfiles --split; with `timeline`, the files read every `timeline`
+    milliseconds: readfiles --timeline)."""
     d = os.path.join(work, "lists")
     exe = os.path.join(args.build, "readfiles")
     if c.pread:
@@ -159,6 +161,8 @@ def read_pass(args, work, c, r, threads, scan, budget, verify=None, prefix="", s
         cmd += ["--verify", verify]
     if split:
         cmd += ["--split", str(split)]
+    if timeline:
+        cmd += ["--timeline", str(timeline)]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=budget + 120)
     except subprocess.TimeoutExpired:

@@ -16,6 +16,8 @@
 //   --split K (either mode): also reports when the K-th item was done (split_seconds), so that
 //       one pass gives the rate of its first K items and of the rest: an epoch's first part,
 //       before a mount knows it reads whole directories, costs differently from the rest.
+//   --timeline MS (either mode): also reports the items done every MS milliseconds (timeline:
+//       counts at MS, 2 MS, ...), to see where a pass stalls.
 //
 // N threads take the next item from one shared counter, so the order of the list is the order
 // the reads are issued in. After --budget seconds the threads stop and the pass is reported as
@@ -23,7 +25,8 @@
 // read for another max(1 s, budget/5) is abandoned: the figures so far are printed and the
 // process exits without joining it. Prints one JSON object: files, bytes, errors, mismatches,
 // seconds, files_per_s, mib_per_s, complete, abandoned, scan_seconds, scan_entries, and with
-// --split split_files and split_seconds (-1 when the pass ended before).
+// --split split_files and split_seconds (-1 when the pass ended before), with --timeline
+// timeline_ms and timeline.
 // Exit status: 0 all read, 1 read errors, 2 usage or list errors, 3 mismatches (wrong bytes).
 #include <dirent.h>
 #include <fcntl.h>
@@ -61,6 +64,7 @@ struct Options {
   std::string verify_root;  // empty: no byte check
   size_t block = 256 * 1024;  // bytes per read(2) / pread(2)
   size_t split = 0;           // 0: no split time
+  int timeline_ms = 0;        // 0: no timeline
 };
 
 // One positioned read of the raw-pread mode; `fd` indexes Job::fds.
@@ -93,9 +97,9 @@ struct Tally {
 [[noreturn]] void Usage(const char* why) {
   std::fprintf(stderr,
                "readfiles: %s\nusage: readfiles --root DIR --list FILE [--threads N] [--scan] "
-               "[--budget S] [--block BYTES] [--split K]\n"
+               "[--budget S] [--block BYTES] [--split K] [--timeline MS]\n"
                "       readfiles --pread FILE [--threads N] [--budget S] [--block BYTES] "
-               "[--split K]\n",
+               "[--split K] [--timeline MS]\n",
                why);
   std::exit(2);
 }
@@ -117,8 +121,10 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--verify") o.verify_root = value();
     else if (a == "--block") o.block = std::strtoull(value().c_str(), nullptr, 10);
     else if (a == "--split") o.split = std::strtoull(value().c_str(), nullptr, 10);
+    else if (a == "--timeline") o.timeline_ms = std::atoi(value().c_str());
     else Usage(("unknown argument " + a).c_str());
   }
+  if (o.timeline_ms < 0) Usage("--timeline must be a number of milliseconds");
   if (o.threads < 1 || o.threads > 1024) Usage("--threads must be 1..1024");
   if (o.block < 4096 || o.block > (16u << 20) || o.block % 4096 != 0)
     Usage("--block must be a multiple of 4096 in 4096..16777216");
@@ -280,8 +286,8 @@ int main(int argc, char** argv) {
   std::mutex done_mu;
   std::condition_variable done_cv;
   int running = opt.threads;  // guarded by done_mu
-  // Items done, counted only with --split (one shared counter more on the hot path), and when the
-  // split-th was (nanoseconds after start; -1: not yet).
+  // Items done, counted only with --split or --timeline (one shared counter more on the hot path),
+  // and when the split-th was (nanoseconds after start; -1: not yet).
   std::atomic<size_t> finished{0};
   std::atomic<int64_t> split_ns{-1};
   const auto start = Clock::now();
@@ -318,7 +324,8 @@ int main(int argc, char** argv) {
         t->Add(t->files, 1);
         t->Add(t->bytes, static_cast<uint64_t>(got));
       }
-      if (opt.split > 0 && finished.fetch_add(1, std::memory_order_relaxed) + 1 == opt.split) {
+      if ((opt.split > 0 || opt.timeline_ms > 0) &&
+          finished.fetch_add(1, std::memory_order_relaxed) + 1 == opt.split) {
         split_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start)
                            .count());
       }
@@ -329,7 +336,17 @@ int main(int argc, char** argv) {
   };
   std::vector<std::thread> threads;
   for (auto& t : tallies) threads.emplace_back(worker, &t);
+  std::vector<size_t> timeline;
   bool abandoned = false;
+  {
+    std::unique_lock<std::mutex> lock(done_mu);
+    // Sampled here until the readers are done or the budget is spent (not into the grace period).
+    for (auto at = start; opt.timeline_ms > 0 && running > 0 && at < deadline;) {
+      at += std::chrono::milliseconds(opt.timeline_ms);
+      if (done_cv.wait_until(lock, at, [&] { return running == 0; })) break;
+      timeline.push_back(finished.load(std::memory_order_relaxed));
+    }
+  }
   {
     // A FUSE contender can take seconds or minutes for one file (archivemount): past the
     // budget plus a grace period, report what finished rather than wait for the stuck read.
@@ -357,13 +374,19 @@ int main(int argc, char** argv) {
       "{\"mode\":\"%s\",\"threads\":%d,\"listed\":%zu,\"files\":%llu,\"bytes\":%llu,"
       "\"errors\":%llu,\"mismatches\":%llu,\"seconds\":%.6f,\"files_per_s\":%.1f,"
       "\"mib_per_s\":%.2f,\"complete\":%s,\"abandoned\":%s,\"scan_seconds\":%.6f,"
-      "\"scan_entries\":%llu,\"split_files\":%zu,\"split_seconds\":%.6f}\n",
+      "\"scan_entries\":%llu,\"split_files\":%zu,\"split_seconds\":%.6f",
       job.paths.empty() ? "pread" : "path", opt.threads, n, static_cast<unsigned long long>(files),
       static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(errors),
       static_cast<unsigned long long>(mismatches), secs, secs > 0 ? files / secs : 0.0,
       secs > 0 ? bytes / secs / (1024.0 * 1024.0) : 0.0, complete ? "true" : "false",
       abandoned ? "true" : "false", scan_s, static_cast<unsigned long long>(scan_entries),
       opt.split, split_ns.load() < 0 ? -1.0 : split_ns.load() / 1e9);
+  if (opt.timeline_ms > 0) {
+    std::printf(",\"timeline_ms\":%d,\"timeline\":[", opt.timeline_ms);
+    for (size_t i = 0; i < timeline.size(); ++i) std::printf("%s%zu", i ? "," : "", timeline[i]);
+    std::printf("]");
+  }
+  std::printf("}\n");
   std::fflush(stdout);
   const int status = mismatches ? 3 : errors ? 1 : 0;
   if (abandoned) std::_Exit(status);  // joining would wait for the stuck read

@@ -204,7 +204,7 @@ def _epoch_tables(epoch, L, png_path, title, intro, chart_title):
                              if push else "")
             L.append("| " + " | ".join(cells) + " |")
         L.append("")
-    _epoch_split_table(runs, order, threads, L)
+    _epoch_phase_table(runs, order, threads, L, png_path.replace(".png", "-timeline.png"))
     cols = [(p_, t) for p_ in ("path", "scan") for t in threads]
     png = chart(png_path, chart_title,
                 "x loose files", [f"{p_} {t} readers" for p_, t in cols],
@@ -214,37 +214,60 @@ def _epoch_tables(epoch, L, png_path, title, intro, chart_title):
         L += [f"![epoch]({png})", ""]
 
 
-def _split_rates(r):
-    """(files/s of a pass's first split_files files, files/s of the rest), or None."""
-    k, t = r.get("split_files") or 0, r.get("split_seconds", -1)
-    if not k or t <= 0 or not r.get("complete") or r["seconds"] <= t or r["files"] <= k:
+PHASES = (10, 25)  # % of an epoch's files: bounds of the three phases (bench_epoch.py)
+
+
+def _time_at(r, k):
+    """Seconds into pass r when its k-th file was read, from its timeline (linear between
+    samples; the pass's end closes the last interval), or None."""
+    t, ms = r.get("timeline"), r.get("timeline_ms")
+    if not t or not ms or not r.get("complete"):
         return None
-    return k / t, (r["files"] - k) / (r["seconds"] - t)
+    points = [(0.0, 0)] + [((i + 1) * ms / 1000, c) for i, c in enumerate(t)] + \
+        [(r["seconds"], r["files"])]
+    for (s0, c0), (s1, c1) in zip(points, points[1:]):
+        if c0 < k <= c1:
+            return s0 + (s1 - s0) * (k - c0) / (c1 - c0)
+    return None
 
 
-def _epoch_split_table(runs, order, threads, L):
-    """The first part of each pass (readfiles --split) against the rest, for the contenders that
-    tell the regimes apart: loose files, raw pread, packfs and its limit with the shards cached."""
+def _phase_rates(r):
+    """Files/s of pass r in each phase (PHASES), or None."""
+    n = r.get("files") or 0
+    ks = [n * p // 100 for p in PHASES]
+    ts = [_time_at(r, k) for k in ks]
+    if not n or None in ts or not ts[0] or ts[1] <= ts[0] or r["seconds"] <= ts[1]:
+        return None
+    return (ks[0] / ts[0], (ks[1] - ks[0]) / (ts[1] - ts[0]),
+            (n - ks[1]) / (r["seconds"] - ts[1]))
+
+
+def _epoch_phase_table(runs, order, threads, L, png_path):
+    """The three phases of each pass (from readfiles --timeline), for the contenders that tell
+    them apart: loose files, raw pread, packfs and its limit with the shards cached; and a chart
+    of the timelines with the most readers."""
     shown = [c for c in order if c in ("loose", "raw pread") or
              (c.startswith("packfs") and ("cached" in c or c in ("packfs", "packfs -o io_uring")))]
     parts = {}
     for (pattern, t, c), rs in runs.items():
-        got = [x for x in map(_split_rates, rs) if x]
+        got = [x for x in map(_phase_rates, rs) if x]
         if got and c in shown:
-            parts[(pattern, t, c)] = (med([g[0] for g in got]), med([g[1] for g in got]))
+            parts[(pattern, t, c)] = [med([g[i] for g in got]) for i in range(3)]
     if not parts:
         return
-    pct = next((round(100 * r["split_files"] / r["files"]) for rs in runs.values() for r in rs
-                if r.get("split_files") and r.get("files")), None)
-    L += [f"### The first {pct}% of the epoch and the rest", "",
-          f"Each pass above also timed its first {pct}% of files. In a random order that is "
-          f"about {pct}% of every directory, the share after which packfs treats a directory as "
-          "read through (lists, streams, walks and pushes it where memory has room: "
-          "`fuse/push.h`); before it every file costs its own requests and disk read, as in a "
-          "pass over a sample of the set. Files/s of each part (median of the repeats) and "
-          "× loose files in the same part.", "",
-          "| contender | pattern | readers | first part files/s | × loose | rest files/s "
-          "| × loose |", "|---|---|---|---|---|---|---|"]
+    a, b = PHASES
+    L += ["### An epoch in three phases", "",
+          f"Each pass above also counted the files read every few milliseconds; here its rate "
+          f"in three phases: the first {a}% of the files, {a}–{b}%, and the rest. A packfs "
+          "mount treats a directory as read through once 15% of it was served (`fuse/push.h`); "
+          f"in a random order the directories cross that line between about 12% and 17% of the "
+          f"epoch. So in the first {a}% every file costs its own requests and its own disk "
+          f"read, as in a pass over a sample of the set; from {a}% to {b}% the mount lists, "
+          "streams, walks and pushes most of the set while the readers go on; after that most "
+          "reads are served by the kernel from pushed pages. Files/s of each phase (median of "
+          "the repeats) and × loose files in the same phase.", "",
+          f"| contender | pattern | readers | first {a}% | × loose | {a}–{b}% | × loose | "
+          "the rest | × loose |", "|---|---|---|---|---|---|---|---|---|"]
     for pattern in ("path", "scan"):
         for t in threads:
             base = parts.get((pattern, t, "loose"))
@@ -252,10 +275,57 @@ def _epoch_split_table(runs, order, threads, L):
                 p_ = parts.get((pattern, t, c))  # raw pread has no scan: its rows are by path
                 if not p_:
                     continue
-                L.append(f"| {c} | {'by path' if pattern == 'path' else 'after a scan'} | {t} | "
-                         f"{fmt_rate(p_[0])} | {fmt_ratio(p_[0], base[0] if base else None)} | "
-                         f"{fmt_rate(p_[1])} | {fmt_ratio(p_[1], base[1] if base else None)} |")
+                cells = [c, "by path" if pattern == "path" else "after a scan", str(t)]
+                for i in range(3):
+                    cells += [fmt_rate(p_[i]), fmt_ratio(p_[i], base[i] if base else None)]
+                L.append("| " + " | ".join(cells) + " |")
     L.append("")
+    t = threads[-1]
+    panels = []
+    for pattern in ("path", "scan"):
+        series = []
+        for c in shown:
+            rs = [r for r in runs.get((pattern, t, c), []) if _time_at(r, 1) is not None]
+            if not rs:
+                continue
+            r = sorted(rs, key=lambda x: x["files_per_s"])[len(rs) // 2]  # the median pass
+            ms = r["timeline_ms"] / 1000
+            pts = [(0.0, 0.0)] + [((i + 1) * ms, 100 * x / r["files"])
+                                  for i, x in enumerate(r["timeline"])] + [(r["seconds"], 100.0)]
+            series.append((c, pts))
+        if series:
+            panels.append((f"{'by path' if pattern == 'path' else 'after a scan'}, {t} readers",
+                           series))
+    png = timeline_chart(png_path, "One epoch over time (the median pass of each contender)",
+                         panels)
+    if png:
+        L += [f"![epoch timeline]({png})", ""]
+
+
+def timeline_chart(path_png, title, panels):
+    """Files read (% of the pass) against seconds, one panel per (title, [(label, [(s, %)])])."""
+    if not shutil.which("gnuplot") or not panels:
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        script = ["set terminal pngcairo noenhanced size 1100,480 font 'sans,10'",
+                  f"set output '{path_png}'",
+                  f"set multiplot layout 1,{len(panels)} title '{title}'",
+                  "set key right bottom", "set grid", "set xlabel 'seconds'",
+                  "set ylabel 'files read (%)'", "set yrange [0:100]"]
+        for n, (ptitle, series) in enumerate(panels):
+            plots = []
+            for m, (label, pts) in enumerate(series):
+                dat = os.path.join(d, f"p{n}s{m}")
+                with open(dat, "w") as f:
+                    f.write("".join(f"{x:g} {y:g}\n" for x, y in pts))
+                plots.append(f"'{dat}' using 1:2 with lines lw 2 title '{label}'")
+            script += [f"set title '{ptitle}'", "plot " + ", ".join(plots)]
+        script.append("unset multiplot")
+        r = subprocess.run(["gnuplot"], input="\n".join(script), text=True, capture_output=True)
+        if r.returncode != 0:
+            print("gnuplot:", r.stderr, file=sys.stderr)
+            return None
+    return os.path.basename(path_png)
 
 
 def group(rows, bench, *keys, field="seconds"):
