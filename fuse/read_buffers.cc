@@ -20,12 +20,19 @@ void ReleasePages(std::vector<uint8_t>& buf) {
 }  // namespace
 
 std::vector<uint8_t> ReadBuffers::Take() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (idle_.empty()) return {};
-  Idle top = std::move(idle_.back());
-  idle_.pop_back();
-  resident_ -= top.resident;
-  return std::move(top.buf);
+  std::vector<uint8_t> out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!idle_.empty()) {
+      Idle top = std::move(idle_.back());
+      idle_.pop_back();
+      resident_ -= top.resident;
+      out = std::move(top.buf);
+    }
+  }
+  // Outside the lock: a new allocation. Its pages fault in only as reads touch them.
+  if (out.capacity() < buffer_bytes_) out.reserve(buffer_bytes_);
+  return out;
 }
 
 void ReadBuffers::Give(std::vector<uint8_t> buf) {

@@ -36,6 +36,10 @@ class ReadBuffers {
 
   // Changes the bound (before the buffers are shared: not thread-safe with Take and Give).
   void SetResidentMax(size_t bytes) { resident_max_ = bytes; }
+  // Every buffer Take returns has at least `bytes` of capacity from then on (0: as it comes),
+  // so that a buffer never grows by steps, each a new allocation whose pages fault in again
+  // and into which the old bytes are moved (same threading rule as SetResidentMax).
+  void SetBufferBytes(size_t bytes) { buffer_bytes_ = bytes; }
   size_t resident_max() const { return resident_max_; }
   // For user.packfs.stats: "read_buffers": {"buffers": idle buffers (at a quiet moment: all of
   // them), "idle_bytes": their capacity, "idle_resident_bytes", "resident_max_bytes": the bound}.
@@ -50,6 +54,7 @@ class ReadBuffers {
     size_t resident = 0;  // bytes of it counted as resident
   };
   size_t resident_max_;
+  size_t buffer_bytes_ = 0;
   mutable std::mutex mu_;
   std::vector<Idle> idle_;
   size_t resident_ = 0;  // sum of idle_[i].resident

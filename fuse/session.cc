@@ -196,6 +196,12 @@ Status ServeMount(const Filesystem& fs, const ServeConfig& config, const Session
     // Pushed reads hand their buffers to the push thread, so many are out at once; releasing
     // and refaulting their pages each time (madvise, TLB shootdowns) cost more than the push.
     state.read_buffers->SetResidentMax(state.read_buffers->resident_max() + queue);
+    // A buffer that served small reads and then meets a window would grow to it by steps, each
+    // a new allocation whose pages fault in (11 us a page on these VMs) and the old ones freed:
+    // 7-11k page faults a cold epoch, every epoch (bench/FINDINGS.md, "Buffers that grow").
+    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    state.read_buffers->SetBufferBytes(std::max<size_t>(config.push_window, config.max_read) +
+                                       2 * page);
     state.pusher = std::make_unique<Pusher>(
         se.get(), fs.max_ino(), config.push_window, queue, fs.stats(),
         [&state](std::vector<uint8_t> buf) { state.read_buffers->Give(std::move(buf)); },

@@ -80,5 +80,27 @@ TEST(ReadBuffersTest, ABufferCountsWithItsCapacityNotItsLastRead) {
   pool.Give(std::move(a));
 }
 
+// With a buffer size set, every buffer taken (new or idle) has that capacity, so a read up to it
+// never reallocates the buffer (its bytes stay where they are).
+TEST(ReadBuffersTest, BuffersComeWithTheCapacitySet) {
+  ReadBuffers pool(4 * kMiB);
+  std::vector<uint8_t> small = pool.Take();
+  small.assign(4096, 3);
+  pool.Give(std::move(small));  // a buffer from before the size was set
+  pool.SetBufferBytes(kMiB + 8192);
+  std::vector<uint8_t> a = pool.Take();  // the idle one, grown
+  std::vector<uint8_t> b = pool.Take();  // a new one
+  for (std::vector<uint8_t>* v : {&a, &b}) {
+    EXPECT_GE(v->capacity(), kMiB + 8192);
+    const uint8_t* data = v->data();
+    v->resize(kMiB + 8192);
+    EXPECT_EQ(v->data(), data);
+  }
+  EXPECT_EQ(a[0], 3);  // the bytes it held stay
+  pool.Give(std::move(a));
+  pool.Give(std::move(b));
+  EXPECT_EQ(pool.resident_idle_bytes(), 2 * (kMiB + 8192));
+}
+
 }  // namespace
 }  // namespace packfs
