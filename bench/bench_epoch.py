@@ -22,11 +22,11 @@ fresh mount after dropped caches.
 Each pass also records how many files were read every TIMELINE_MS milliseconds (readfiles
 --timeline), and the report splits it in three phases: the first 10% of files, 10-25%, and the
 rest. In a random order a packfs mount treats a directory as read through once 15% of it was
-served (fuse/push.h), and the directories cross that line between about 12% and 17% of the
+served (fuse/push.h), and the directories cross that line close together, around 15% of the
 epoch: before it every file costs its own requests and its own disk read, as in a pass over a
-sample of the set; around it the mount lists, streams, walks and pushes most of the set at once;
-after it most reads are served by the kernel from pushed pages. The report also charts the
-timelines, so a stall shows.
+sample of the set; around it the mount lists, streams, walks and pushes most of the set at once
+while its readers mostly wait; after it most reads are served by the kernel from pushed pages.
+The report also charts the timelines, so such a stall shows.
 
 Then the same epoch on a set that does not fit: loose, raw pread, packfs and packfs -o nopush
 again, with this process and all it starts (mounts, readers) in a memory cgroup of a quarter of

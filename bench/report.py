@@ -260,11 +260,12 @@ def _epoch_phase_table(runs, order, threads, L, png_path):
           f"Each pass above also counted the files read every few milliseconds; here its rate "
           f"in three phases: the first {a}% of the files, {a}–{b}%, and the rest. A packfs "
           "mount treats a directory as read through once 15% of it was served (`fuse/push.h`); "
-          f"in a random order the directories cross that line between about 12% and 17% of the "
+          "in a random order the directories cross that line close together, around 15% of the "
           f"epoch. So in the first {a}% every file costs its own requests and its own disk "
           f"read, as in a pass over a sample of the set; from {a}% to {b}% the mount lists, "
-          "streams, walks and pushes most of the set while the readers go on; after that most "
-          "reads are served by the kernel from pushed pages. Files/s of each phase (median of "
+          "streams, walks and pushes most of the set at once, and its readers mostly wait (the "
+          "chart below: a flat stretch); after that most reads are served by the kernel from "
+          "pushed pages. Files/s of each phase (median of "
           "the repeats) and × loose files in the same phase.", "",
           f"| contender | pattern | readers | first {a}% | × loose | {a}–{b}% | × loose | "
           "the rest | × loose |", "|---|---|---|---|---|---|---|---|---|"]
@@ -302,8 +303,13 @@ def _epoch_phase_table(runs, order, threads, L, png_path):
         L += [f"![epoch timeline]({png})", ""]
 
 
+TIMELINE_COLOURS = ["#8e44ad", "#16a085", "#2980b9", "#e67e22", "#c0392b", "#7f8c8d", "#f1c40f",
+                    "#2c3e50"]
+
+
 def timeline_chart(path_png, title, panels):
-    """Files read (% of the pass) against seconds, one panel per (title, [(label, [(s, %)])])."""
+    """Files read (% of the pass) against seconds, one panel per (title, [(label, [(s, %)])]);
+    a label keeps its colour in every panel."""
     if not shutil.which("gnuplot") or not panels:
         return None
     with tempfile.TemporaryDirectory() as d:
@@ -312,13 +318,16 @@ def timeline_chart(path_png, title, panels):
                   f"set multiplot layout 1,{len(panels)} title '{title}'",
                   "set key right bottom", "set grid", "set xlabel 'seconds'",
                   "set ylabel 'files read (%)'", "set yrange [0:100]"]
+        labels = list(dict.fromkeys(label for _, series in panels for label, _ in series))
         for n, (ptitle, series) in enumerate(panels):
             plots = []
             for m, (label, pts) in enumerate(series):
+                colour = TIMELINE_COLOURS[labels.index(label) % len(TIMELINE_COLOURS)]
                 dat = os.path.join(d, f"p{n}s{m}")
                 with open(dat, "w") as f:
                     f.write("".join(f"{x:g} {y:g}\n" for x, y in pts))
-                plots.append(f"'{dat}' using 1:2 with lines lw 2 title '{label}'")
+                plots.append(f"'{dat}' using 1:2 with lines lw 2 lc rgb '{colour}' "
+                             f"title '{label}'")
             script += [f"set title '{ptitle}'", "plot " + ", ".join(plots)]
         script.append("unset multiplot")
         r = subprocess.run(["gnuplot"], input="\n".join(script), text=True, capture_output=True)
