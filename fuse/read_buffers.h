@@ -10,7 +10,10 @@
 // A buffer counts with its capacity, not the size of its last read: its pages stay touched up
 // to the largest read it served. So the pool's resident memory rises as its buffers meet their
 // largest reads (the last-in-first-out bottom ones only at peaks of concurrency, minutes in),
-// up to the bound; Json() (in user.packfs.stats) tells that from a leak.
+// up to the bound; Json() (in user.packfs.stats) tells that from a leak. With a buffer size
+// set (SetBufferBytes) every buffer has that capacity from the start, of which only the pages
+// its reads touched are resident: the count then overstates them, so the pool keeps fewer idle
+// buffers' pages than its bound would allow, never more.
 //
 // Thread-safety: Take and Give are safe for concurrent use (one mutex, held only to push/pop).
 #pragma once
