@@ -106,7 +106,7 @@ step "quick bench, in the background (smoke test: checks bytes, never speed)"
 # The video and LeRobot parts spend their time encoding test videos with ffmpeg (their code paths
 # are covered by fuse_lerobot_test and mp4_slice_test), so CI's smoke run leaves them out.
 bench/run.sh --quick --only small --only large --only midsize --only mount --only pack --only remote \
-  --only scale --only shared \
+  --only scale --only shared --only epoch \
   --build build-ci --out "$results" > "$logs/bench.log" 2>&1 &
 bench_pid=$!
 finish_bench() {
