@@ -8,8 +8,7 @@ of every variant. What bench/FINDINGS.md means by "N interleaved rounds by hand"
 
 VARIANT is NAME=[BINARY][:OPTIONS][:ENV=VALUE,...]: the packfs binary (default: --build's), -o
 options added to -o noio_uring (the /dev/fuse path; io_uring instead takes the ring, where the
-fuse module's enable_uring is on) and
-environment for the daemon. E.g. `bench/ab.py base=/tmp/packfs-old new= nowalk=:nowalk
+fuse module's enable_uring is on) and environment for the daemon. E.g. `bench/ab.py base=/tmp/packfs-old new= nowalk=:nowalk
 ring=:io_uring`.
 
 The set and its lists come from `bench/run.sh --only epoch --workdir DIR` (DIR/ds/media, the
@@ -28,7 +27,8 @@ import subprocess
 import sys
 import time
 
-from common import can_drop_caches, drop_caches, is_mounted, unmount
+from bench_epoch import read_whole
+from common import can_drop_caches, drop_caches, is_mounted, packfs_stats, unmount
 
 
 def parse_variant(text, build):
@@ -47,23 +47,15 @@ def busy_ticks():
     return sum(v) - v[3] - v[4]
 
 
-def stats(mnt):
-    out = subprocess.run(["getfattr", "--only-values", "-n", "user.packfs.stats", mnt],
-                         capture_output=True, text=True).stdout
-    return json.loads(out) if out else {}
-
-
 def one_pass(args, variant, threads, mnt):
     name, binary, opts, extra = variant
     unmount(mnt)
     drop_caches()
     if args.cached:  # the mount's own limit: no disk read in the pass
         media = os.path.join(args.workdir, "ds", "media")
-        for name in sorted(os.listdir(media)):
-            if name.endswith(".zip"):
-                with open(os.path.join(media, name), "rb", buffering=0) as f:
-                    while f.read(8 << 20):
-                        pass
+        for shard in sorted(os.listdir(media)):
+            if shard.endswith(".zip"):
+                read_whole(os.path.join(media, shard))
     # /dev/fuse unless the variant asks for the ring (which needs enable_uring=Y).
     o = ",".join(x for x in [("" if "io_uring" in opts.split(",") else "noio_uring"), opts] if x)
     subprocess.run([binary] + (["-o", o] if o else []) + [os.path.join(args.workdir, "ds", "media"),
@@ -72,7 +64,7 @@ def one_pass(args, variant, threads, mnt):
     while not is_mounted(mnt):
         time.sleep(0.01)
     try:
-        before = stats(mnt)
+        before = packfs_stats(mnt) or {}
         cmd = [os.path.join(args.build, "readfiles"), "--root", mnt, "--list", args.list,
                "--threads", str(threads), "--budget", "60"]
         if args.scan:
@@ -84,7 +76,7 @@ def one_pass(args, variant, threads, mnt):
         t0 = busy_ticks()
         res = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
         ticks = busy_ticks() - t0
-        after = stats(mnt)
+        after = packfs_stats(mnt) or {}
     finally:
         unmount(mnt)
     n = max(1, res["files"])

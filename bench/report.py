@@ -330,11 +330,7 @@ def timeline_chart(path_png, title, panels):
                              f"title '{label}'")
             script += [f"set title '{ptitle}'", "plot " + ", ".join(plots)]
         script.append("unset multiplot")
-        r = subprocess.run(["gnuplot"], input="\n".join(script), text=True, capture_output=True)
-        if r.returncode != 0:
-            print("gnuplot:", r.stderr, file=sys.stderr)
-            return None
-    return os.path.basename(path_png)
+        return _gnuplot(script, path_png)
 
 
 def group(rows, bench, *keys, field="seconds"):
@@ -536,10 +532,15 @@ def chart(path_png, title, ylabel, cols, data, logy=False, xlabel=None, lines=Fa
             plot = ", ".join(f"'{dat}' using {i + 2}:xtic(1) title '{c}'"
                              for i, c in enumerate(cols))
         script.append("plot " + plot)
-        r = subprocess.run(["gnuplot"], input="\n".join(script), text=True, capture_output=True)
-        if r.returncode != 0:
-            print("gnuplot:", r.stderr, file=sys.stderr)
-            return None
+        return _gnuplot(script, path_png)
+
+
+def _gnuplot(script, path_png):
+    """Runs a gnuplot script that writes path_png; its file name, or None (the error printed)."""
+    r = subprocess.run(["gnuplot"], input="\n".join(script), text=True, capture_output=True)
+    if r.returncode != 0:
+        print("gnuplot:", r.stderr, file=sys.stderr)
+        return None
     return os.path.basename(path_png)
 
 

@@ -318,8 +318,6 @@ void WriteAll(int fd, const std::string& s) {
   }
 }
 
-// The mount itself (foreground, or the daemon child). `ready_fd` (or -1) receives "O" once the
-// mount answers, or "E<message>" on failure.
 // Adds `part` (JSON members, without braces) to what the stats attribute shows beside the
 // request counters.
 void AddStats(std::function<std::string()>& extra, std::function<std::string()> part) {
@@ -328,6 +326,8 @@ void AddStats(std::function<std::string()>& extra, std::function<std::string()> 
   };
 }
 
+// The mount itself (foreground, or the daemon child). `ready_fd` (or -1) receives "O" once the
+// mount answers, or "E<message>" on failure.
 int RunMount(const Plan& plan, int ready_fd) {
   Logger log("packfs");
   auto fail = [&](const Status& st) {
