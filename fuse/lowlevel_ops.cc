@@ -302,7 +302,7 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
       got = s.fs->ReadThrough(
           ino, static_cast<uint64_t>(off), size, pusher.window(), zero_copy_min,
           [&pusher, &stats](uint64_t dir) {
-            if (!pusher.DirReady(dir)) return false;
+            if (!pusher.MayPushInto(dir)) return false;
             if (pusher.Busy()) {  // the push threads are behind: counted, no followers now
               stats.CountPush(Stats::PushEvent::kBusy);
               return false;

@@ -122,6 +122,17 @@ void Pusher::Served(uint64_t ino, uint64_t dir) {
 
 bool Pusher::DirReady(uint64_t dir) { return Ready(Count(dir, 0)); }
 
+bool Pusher::MayPushInto(uint64_t dir) {
+  const DirCount c = Count(dir, 0);
+  return Ready(c) && !c.no_room;
+}
+
+void Pusher::NoRoom(uint64_t dir) {
+  std::lock_guard<std::mutex> lock(dirs_mu_);
+  auto it = dirs_.find(dir);
+  if (it != dirs_.end()) it->second.no_room = true;
+}
+
 bool Pusher::Ready(const DirCount& c) {
   return c.served * 100 >= c.children * kPushAfterPercent;
 }
@@ -316,6 +327,7 @@ void Pusher::Walk(uint64_t dir) {
   };
   if (!room_for(2 * span.bytes)) {
     stats_.CountPush(Stats::PushEvent::kWalkNoRoom);
+    NoRoom(dir);  // nor by the reads' windows (see push.h)
     return;
   }
   stats_.CountPush(Stats::PushEvent::kWalk);

@@ -38,12 +38,24 @@
 // When memory is short: on a set larger than the memory left for the page cache, pushed files
 // are evicted before their turn and read again through requests, so the push cost a pread and a
 // copy for nothing (measured: an epoch of 528 MiB in a 179 MiB memory cgroup pushed 0.79 files
-// per file read and 0.76 came back as READs; pushing made it 25% slower than -o nopush). Two
-// signals pause pushing (core/read/payoff.h): here, pushed files whose READ comes anyway (or whose
-// inode is forgotten with the pages); in Filesystem::ReadThrough, the shard bytes of the window
-// read 128 windows before found evicted by reclaim. The second comes early enough to matter: an
-// epoch after a scan pushes most of a set within its first tenth of reads, long before the
-// READs of evicted files arrive.
+// per file read and 0.76 came back as READs; pushing made it 25% slower than -o nopush). The
+// walk (below) goes through a ready directory only when the memory left for the page cache
+// (core/read/page_cache.h's MemoryRoom: the machine's and the cgroup's) holds its bytes twice (in
+// the shard and in the files) and kWalkReserve besides; a directory the walk finds without that
+// room is not pushed into by the reads' windows either from then on, and is read through
+// requests as with -o nopush (counted in `walk_no_room`). Before, the reads' windows went on
+// pushing where the walk would not (that epoch after a scan, 8 readers: 7.8k files pushed, 7.7k
+// of them back as READs): 0.85x the files per second of -o nopush at random, 0.52-0.65x in shard
+// order; now 0.96x and 0.94-1.07x (2 interleaved rounds, 2026-12-06; an epoch that fits in
+// memory the same, 5 rounds). Judged by the walk thread, not by the read that makes the
+// directory ready: on the read path the judgement (a look at the memory, and the directory's
+// rows for its bytes) made an epoch that fits in memory 0.4-11% slower in 7 interleaved
+// rounds. Until the walk judges, reads push (0.6-1.1k files an epoch in that cgroup); with
+// -o nowalk, always. Within the room, two signals pause pushing (core/read/payoff.h): here,
+// pushed files whose READ comes anyway (or whose inode is forgotten with the pages); in
+// Filesystem::ReadThrough, the shard bytes of the window read 128 windows before found evicted
+// by reclaim. The second comes early enough to matter: an epoch after a scan pushes most of a
+// set within its first tenth of reads, long before the READs of evicted files arrive.
 //
 // Why a thread of its own: a push locks the file's pages in the kernel, and waits when a reader's
 // read-ahead holds them while its READ is queued. Pushed from the FUSE workers, pushes could wait
@@ -179,6 +191,9 @@ class Pusher {
   void Served(uint64_t ino, uint64_t dir);
   // Whether enough of `dir` has been served for pushing into it to pay (see above).
   bool DirReady(uint64_t dir);
+  // ... and the walk did not find it without room in memory (see above): whether a read in
+  // `dir` may push its followers.
+  bool MayPushInto(uint64_t dir);
   // Whether a read that qualifies may push now: false while pushing is paused because pushed
   // files were being evicted before their read (each call counts one read of the pause).
   bool Pays() { return payoff_.Take(); }
@@ -234,6 +249,7 @@ class Pusher {
   struct DirCount {
     uint64_t children = 0;
     uint64_t served = 0;
+    bool no_room = false;  // the walk found no room in memory for it: not pushed into
   };
   std::mutex dirs_mu_;
   std::unordered_map<uint64_t, DirCount> dirs_;
@@ -241,6 +257,8 @@ class Pusher {
   // Adds `add` files served to `dir`'s count (made on its first use) and returns it; calls
   // on_ready_ when the add takes the directory past the rule.
   DirCount Count(uint64_t dir, uint64_t add);
+  // The walk found no room for `dir`: reads stop pushing into it.
+  void NoRoom(uint64_t dir);
   // A pushed file's pages went before it was read.
   void Wasted();
   Payoff payoff_;
