@@ -28,6 +28,11 @@ sample of the set; around it the mount lists, streams, walks and pushes most of 
 while its readers mostly wait; after it most reads are served by the kernel from pushed pages.
 The report also charts the timelines, so such a stall shows.
 
+A third pattern reads the same files in shard order after the scan (the order they are stored
+in, the lists "epoch-order-*": a reader walking the set as it lies, `cp -r`, a loader that does
+not shuffle), the pattern the kernel's own read-ahead of a shard serves best; raw pread reads
+them in that order too.
+
 Then the same epoch on a set that does not fit: loose, raw pread, packfs and packfs -o nopush
 again, with this process and all it starts (mounts, readers) in a memory cgroup of a quarter of
 the set plus 48 MiB for the processes (--epoch-memory), page cache included.
@@ -39,6 +44,9 @@ from common import Broken, drop_caches, memory_limited, packfs_stats, uring_enab
 from bench_small import Contender, ours, read_pass, stats_delta, CHECK_FILES
 
 TIMELINE_MS = 10
+# Random order by path, random order after a scan, shard order after a scan (raw pread: by path
+# and in shard order).
+PATTERNS = ("path", "scan", "order")
 
 
 def epoch_keys(ds, n):
@@ -60,6 +68,12 @@ def write_epoch_lists(args, work, keys, ext):
             f.write("\n".join(order) + "\n")
         with open(os.path.join(d, f"epoch-pread-{r}.txt"), "w") as f:
             f.write("".join("%s\t%d\t%d\t%s\n" % (*ext[k], k) for k in order))
+    # Shard order: the keys as stored (whole directories, in their shards' order).
+    for r in range(args.repeat):
+        with open(os.path.join(d, f"epoch-order-path-{r}.txt"), "w") as f:
+            f.write("\n".join(keys) + "\n")
+        with open(os.path.join(d, f"epoch-order-pread-{r}.txt"), "w") as f:
+            f.write("".join("%s\t%d\t%d\t%s\n" % (*ext[k], k) for k in keys))
 
 
 def make_contenders(ds, args, work, uring, shards):
@@ -167,7 +181,7 @@ def run_passes(args, work, cs, rows, broken, extra):
     """Every pattern, thread count and repeat over contenders cs (interleaved per repeat);
     rows get `extra` (e.g. the memory limit)."""
     tag = f" {extra['memory'] >> 20}M" if "memory" in extra else ""
-    for pattern in ("path", "scan"):
+    for pattern in PATTERNS:
         for threads in args.epoch_threads:
             for r in range(args.repeat):
                 for c in cs[r % len(cs):] + cs[:r % len(cs)]:
@@ -178,8 +192,9 @@ def run_passes(args, work, cs, rows, broken, extra):
                     for path in c.cache_first:
                         read_whole(path)
                     before = packfs_stats(c.root) if c.name.startswith("packfs") else None
-                    res = read_pass(args, work, c, r, threads, pattern == "scan",
-                                    args.epoch_budget, prefix="epoch-",
+                    res = read_pass(args, work, c, r, threads, pattern != "path",
+                                    args.epoch_budget,
+                                    prefix="epoch-order-" if pattern == "order" else "epoch-",
                                     timeline=TIMELINE_MS)
                     row = {"bench": "epoch", "pattern": pattern, "threads": threads,
                            "contender": c.name, "repeat": r, **extra, **res}

@@ -133,13 +133,14 @@ def epoch_section(rows, L, base):
     the same for the epoch run in a memory cgroup smaller than the set."""
     meta = next((r for r in rows if r.get("bench") == "epoch-meta"), {})
     size = f"{meta.get('files')} files ({meta.get('bytes', 0) / 2**20:.0f} MiB"
-    how = ("each read once whole in a shuffled order (a different one per repeat) by "
-           "`bench/readfiles`, after a fresh mount and dropped caches. × raw = against `pread` of "
-           "exactly the same bytes from the shards in the same order (fds opened before the "
-           "clock): the storage's own limit in this pattern. Files/s, median (spread).")
+    how = ("each read once whole in a shuffled order (a different one per repeat), or in "
+           "shard order, by `bench/readfiles`, after a fresh mount and dropped caches. × raw = "
+           "against `pread` of exactly the same bytes from the shards in the same order (fds "
+           "opened before the clock): the storage's own limit in this pattern. Files/s, median "
+           "(spread).")
     epoch = [r for r in rows if r.get("bench") == "epoch"]
     _epoch_tables([r for r in epoch if not r.get("memory")], L, base + "-epoch.png",
-                  "One epoch: every file once, random order, cold", f"{size}, fits in RAM), {how}",
+                  "One epoch: every file once, cold", f"{size}, fits in RAM), {how}",
                   "One epoch, cold: files/s relative to loose files")
     for limit in sorted({r["memory"] for r in epoch if r.get("memory")}):
         _epoch_tables([r for r in epoch if r.get("memory") == limit], L, base + "-epoch-mem.png",
@@ -167,9 +168,10 @@ def _epoch_tables(epoch, L, png_path, title, intro, chart_title):
     rate = lambda k: med([r["files_per_s"] for r in runs.get(k, [])])  # noqa: E731
     pushes = any("push" in (r.get("packfs_stats") or {}) for r in epoch)
     L += [f"## {title}", "", intro, ""]
-    for pattern in ("path", "scan"):
-        what = "by path, no listing first" if pattern == "path" else \
-            "after a readdir scan of every directory (scan time not counted)"
+    patterns = [p_ for p_ in EPOCH_PATTERNS if any(k[0] == p_ for k in runs)]
+    raw_of = lambda p_: "order" if p_ == "order" else "path"  # noqa: E731 (raw has no scan)
+    for pattern in patterns:
+        what = EPOCH_PATTERNS[pattern]
         head = ["contender"] + [f"{t} thr files/s" for t in threads] + \
             [f"× loose ({t})" for t in threads] + [f"× raw pread ({t})" for t in threads] + \
             [f"requests per file (READ, LOOKUP; {threads[-1]} thr)"] + \
@@ -187,7 +189,7 @@ def _epoch_tables(epoch, L, png_path, title, intro, chart_title):
             cells += [fmt_ratio(rate((pattern, t, c)), rate((pattern, t, "loose")))
                       for t in threads]
             cells += [fmt_ratio(rate((pattern, t, c)),
-                                rate(("path", t, "raw pread"))) for t in threads]
+                                rate((raw_of(pattern), t, "raw pread"))) for t in threads]
             per, push = [], []
             for r in runs.get((pattern, threads[-1], c), []):
                 st = r.get("packfs_stats")
@@ -205,14 +207,23 @@ def _epoch_tables(epoch, L, png_path, title, intro, chart_title):
             L.append("| " + " | ".join(cells) + " |")
         L.append("")
     _epoch_phase_table(runs, order, threads, L, png_path.replace(".png", "-timeline.png"))
-    cols = [(p_, t) for p_ in ("path", "scan") for t in threads]
+    cols = [(p_, t) for p_ in patterns for t in threads]
     png = chart(png_path, chart_title,
-                "x loose files", [f"{p_} {t} readers" for p_, t in cols],
+                "x loose files", [f"{EPOCH_SHORT[p_]}, {t} readers" for p_, t in cols],
                 [(c, [(rate((p_, t, c)) or 0) / (rate((p_, t, "loose")) or 1) for p_, t in cols])
                  for c in order if c != "loose"], ref=1)
     if png:
         L += [f"![epoch]({png})", ""]
 
+
+# The epoch's patterns (bench_epoch.py PATTERNS): table headings, and short names.
+EPOCH_PATTERNS = {
+    "path": "by path, no listing first",
+    "scan": "after a readdir scan of every directory (scan time not counted)",
+    "order": "in shard order after a readdir scan (the files as stored: `cp -r`, a loader that "
+             "does not shuffle; scan time not counted)",
+}
+EPOCH_SHORT = {"path": "by path", "scan": "after a scan", "order": "shard order"}
 
 PHASES = (10, 25)  # % of an epoch's files: bounds of the three phases (bench_epoch.py)
 
