@@ -326,8 +326,8 @@ void Pusher::Walk(uint64_t dir) {
     return room && *room >= bytes + kWalkReserve;
   };
   if (!room_for(2 * span.bytes)) {
+    NoRoom(dir);  // nor by the reads' windows (see push.h); marked before it is counted
     stats_.CountPush(Stats::PushEvent::kWalkNoRoom);
-    NoRoom(dir);  // nor by the reads' windows (see push.h)
     return;
   }
   stats_.CountPush(Stats::PushEvent::kWalk);

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <thread>
 
 namespace packfs {
@@ -41,7 +43,8 @@ void MakeReady(Pusher& pusher) {
   EXPECT_TRUE(pusher.DirReady(kDir));
 }
 
-// Waits (up to 5 s) until the walk has taken kDir: walked, or refused for want of room.
+// Waits (up to 5 s) until the walk has taken kDir: walked, or refused for want of room (counted
+// after its mark, so MayPushInto tells it once counted).
 void WaitForWalk(const Stats& stats) {
   for (int i = 0; i < 500; ++i) {
     if (stats.push_count(Stats::PushEvent::kWalk) + stats.push_count(Stats::PushEvent::kWalkNoRoom))
