@@ -8,8 +8,8 @@ of every variant. What bench/FINDINGS.md means by "N interleaved rounds by hand"
 
 VARIANT is NAME=[BINARY][:OPTIONS][:ENV=VALUE,...]: the packfs binary (default: --build's), -o
 options added to -o noio_uring (the /dev/fuse path; io_uring instead takes the ring, where the
-fuse module's enable_uring is on) and environment for the daemon. E.g. `bench/ab.py base=/tmp/packfs-old new= nowalk=:nowalk
-ring=:io_uring`.
+fuse module's enable_uring is on) and environment for the daemon. E.g. `bench/ab.py
+base=/tmp/packfs-old new= nowalk=:nowalk ring=:io_uring`.
 
 The set and its lists come from `bench/run.sh --only epoch --workdir DIR` (DIR/ds/media, the
 pack set; DIR/lists/epoch-path-0.txt, its first shuffled order); --list picks another list of
