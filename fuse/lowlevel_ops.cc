@@ -309,8 +309,7 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
             }
             return pusher.Pays();
           },
-          [&pusher](uint64_t i) { return pusher.Wanted(i); }, &job.buf, &job.followers,
-          &job.dir, into);
+          pusher, &job.buf, &job.followers, &job.dir, into);
     } else {
       got = s.fs->ServeRead(ino, static_cast<uint64_t>(off), size, zero_copy_min, &job.buf,
                             into);

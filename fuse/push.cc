@@ -62,6 +62,7 @@ Pusher::Pusher(fuse_session* se, uint64_t max_ino, uint64_t window, size_t queue
       known_(max_ino),
       cached_(max_ino),
       pushed_(max_ino),
+      coming_(max_ino),
       fresh_(max_ino),
       fresh_ring_(kFreshLookups, 0) {
   for (int i = 0; i < std::max(1, threads); ++i) {
@@ -212,6 +213,7 @@ void Pusher::Enqueue(Job job) {
     return;
   }
   if (!queued) {
+    for (const Filesystem::Follower& f : job.followers) coming_.Clear(f.ino);
     stats_.CountPush(Stats::PushEvent::kDropped);
     Release(job);
     return;
@@ -357,9 +359,25 @@ void Pusher::Walk(uint64_t dir) {
   }
 }
 
+FollowerClaims::Take Pusher::TakeFollower(uint64_t ino) {
+  if (coming_.Test(ino)) {
+    stats_.CountPush(Stats::PushEvent::kCutShort);
+    return Take::kStop;
+  }
+  if (!Wanted(ino)) return Take::kSkip;
+  if (coming_.TestAndSet(ino)) {  // another read took it just now
+    stats_.CountPush(Stats::PushEvent::kCutShort);
+    return Take::kStop;
+  }
+  return Take::kTaken;
+}
+
 void Pusher::Claim(Job& job) {
-  std::erase_if(job.followers,
-                [this](const Filesystem::Follower& f) { return cached_.TestAndSet(f.ino); });
+  std::erase_if(job.followers, [this](const Filesystem::Follower& f) {
+    if (!cached_.TestAndSet(f.ino)) return false;
+    coming_.Clear(f.ino);  // read through a request since it was taken
+    return true;
+  });
 }
 
 void Pusher::PushOne(const Job& job) {
@@ -368,6 +386,7 @@ void Pusher::PushOne(const Job& job) {
     fuse_bufvec bv = FUSE_BUFVEC_INIT(f.data.size());
     bv.buf[0].mem = const_cast<uint8_t*>(f.data.data());
     const int rc = fuse_lowlevel_notify_store(se_, f.ino, 0, &bv, FUSE_BUF_NO_SPLICE);
+    coming_.Clear(f.ino);
     if (rc == 0) {
       pushed_.Set(f.ino);
       stats_.CountPush(Stats::PushEvent::kFile, f.data.size());

@@ -132,12 +132,14 @@ bool ReadRun(const Filesystem& fs, ReadBuffers& buffers, Pusher& pusher, uint64_
   if (!attr.ok() || attr->is_dir() || attr->size == 0 || attr->size > pusher.window()) {
     return false;
   }
+  if (pusher.TakeFollower(ino) != FollowerClaims::Take::kTaken) return false;
   job->buf = buffers.Take();
-  Result<ReadReply> got = fs.ReadThrough(
-      ino, 0, attr->size, pusher.window(), SIZE_MAX, [](uint64_t) { return true; },
-      [&pusher](uint64_t i) { return pusher.Wanted(i); }, &job->buf, &job->followers,
-      &job->dir);
+  Result<ReadReply> got =
+      fs.ReadThrough(ino, 0, attr->size, pusher.window(), SIZE_MAX,
+                     [](uint64_t) { return true; }, pusher, &job->buf, &job->followers, &job->dir);
   if (!got.ok() || got->zero_copy() || got->bytes.size() != attr->size) {
+    pusher.GiveBack(ino);
+    for (const Filesystem::Follower& f : job->followers) pusher.GiveBack(f.ino);
     job->followers.clear();
     return false;
   }

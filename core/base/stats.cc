@@ -60,7 +60,8 @@ std::string Stats::ToJson(const std::string& extra) const {
          ", \"walk_no_room\": " + push(PushEvent::kWalkNoRoom) +
          ", \"listed_dirs\": " + push(PushEvent::kList) +
          ", \"list_no_room\": " + push(PushEvent::kListNoRoom) +
-         ", \"list_failed\": " + push(PushEvent::kListFailed) + "},\n";
+         ", \"list_failed\": " + push(PushEvent::kListFailed) +
+         ", \"cut_short\": " + push(PushEvent::kCutShort) + "},\n";
   auto hint = [&](HintEvent e) { return std::to_string(hint_count(e)); };
   out += "  \"hint\": {\"wide\": " + hint(HintEvent::kWide) +
          ", \"resident\": " + hint(HintEvent::kResident) +

@@ -56,10 +56,10 @@ class Stats {
   // before their read (memory too short for it), such windows found evicted, and directories
   // walked (pushed through in shard order once ready: Pusher::Walk) or not for want of room;
   // ready directories listed through the mount (fuse/dir_lister.h), not for want of room, or
-  // not because the listing failed.
+  // not because the listing failed; windows that ended at a file another read had taken.
   enum class PushEvent : uint8_t {
     kWindow = 0, kFile, kUnknownInode, kFailed, kReread, kDropped, kPaused, kEvictedWindow,
-    kBusy, kWalk, kWalkNoRoom, kList, kListNoRoom, kListFailed, kCount
+    kBusy, kWalk, kWalkNoRoom, kList, kListNoRoom, kListFailed, kCutShort, kCount
   };
   void CountPush(PushEvent e, uint64_t bytes = 0) {
     push_[static_cast<size_t>(e)].fetch_add(1, std::memory_order_relaxed);

@@ -453,7 +453,7 @@ uint64_t Filesystem::max_ino() const {
 
 Result<ReadReply> Filesystem::ReadThrough(
     uint64_t ino, uint64_t offset, size_t size, uint64_t window, size_t zero_copy_min,
-    const std::function<bool(uint64_t dir)>& in_dir, const std::function<bool(uint64_t)>& want,
+    const std::function<bool(uint64_t dir)>& in_dir, FollowerClaims& claims,
     std::vector<uint8_t>* scratch, std::vector<Follower>* followers, uint64_t* dir,
     std::span<uint8_t> into) const {
   followers->clear();
@@ -480,33 +480,46 @@ Result<ReadReply> Filesystem::ReadThrough(
   uint64_t last_wanted = 0;
   if (in_dir(file.parent)) {
     for (uint64_t i = ino + 1; i <= last_candidate; ++i) {
-      if (want(i)) last_wanted = i;
+      if (claims.Wanted(i)) last_wanted = i;
     }
   }
   std::vector<Node> chosen;  // source nodes
-  std::vector<uint64_t> inos;
+  std::vector<uint64_t> inos;  // taken
+  auto give_back = [&] {
+    for (uint64_t i : inos) claims.GiveBack(i);
+  };
   if (last_wanted != 0) {
     const uint64_t start = file.data_offset + offset;
     uint64_t prev_end = file.data_offset + file.size;
     // Rows are read only up to the first one past the window.
-    PACKFS_RETURN_IF_ERROR(catalog_->ForRange(ino + 1, last_wanted + 1, [&](Node&& n) {
+    Status rows = catalog_->ForRange(ino + 1, last_wanted + 1, [&](Node&& n) {
       if (n.is_dir() || n.parent != file.parent || n.shard != file.shard) return false;
       if (n.local_header_offset < prev_end || n.local_header_offset - prev_end > 64 * 1024) {
         return false;
       }
       if (n.data_offset + n.size - start > window) return false;
       prev_end = n.data_offset + n.size;
-      if (n.size == 0 || !want(n.id)) return true;
+      if (n.size == 0) return true;
       SourceNode sn = ToSource(n);
       if (sn.set != src.set) return false;
+      // Past a file another read has taken, the files are that read's: reading them again
+      // would read that stretch of the shard twice for nothing (readers in shard order).
+      const FollowerClaims::Take take = claims.TakeFollower(n.id);
+      if (take == FollowerClaims::Take::kStop) return false;
+      if (take == FollowerClaims::Take::kSkip) return true;
       inos.push_back(n.id);
       chosen.push_back(std::move(sn.node));
       return true;
-    }));
+    });
+    if (!rows.ok()) {
+      give_back();
+      return rows;
+    }
   }
   if (!chosen.empty() &&
       !WindowPays(src, file.data_offset + offset,
                   chosen.back().data_offset + chosen.back().size)) {
+    give_back();
     chosen.clear();
     inos.clear();
   }
@@ -514,15 +527,22 @@ Result<ReadReply> Filesystem::ReadThrough(
   Result<std::span<const uint8_t>> got =
       src.set->ReadThrough(src.node, offset, chosen, scratch, &data);
   if (!got.ok()) {
+    give_back();
     if (got.status().code() == Code::kInvalidArgument) return copy();  // not a local member
     return got.status().WithPrefix(Reading(file, src));
   }
   NoteShardUsed(file.shard);
-  PACKFS_RETURN_IF_ERROR(ObserveCrc(file, src, offset, *got));
+  if (Status st = ObserveCrc(file, src, offset, *got); !st.ok()) {
+    give_back();
+    return st;
+  }
   // Followers come from the file's shard, and each was checked whole against its CRC-32.
   const bool crc_checked = !inos.empty() && ChecksCrc(file);
   for (size_t i = 0; i < data.size(); ++i) {
-    if (data[i].empty()) continue;
+    if (data[i].empty()) {  // short read, or its local header or CRC-32 did not match
+      claims.GiveBack(inos[i]);
+      continue;
+    }
     followers->push_back(Follower{inos[i], data[i]});
     if (crc_checked) crc_->MarkGood(inos[i]);
   }

@@ -30,6 +30,7 @@
 #include "core/catalog/catalog.h"
 #include "core/read/dir_names.h"
 #include "core/read/dir_stream.h"
+#include "core/read/follower_claims.h"
 #include "core/read/pack_set.h"
 #include "core/read/payoff.h"
 #include "core/read/recent_nodes.h"
@@ -180,13 +181,15 @@ class Filesystem {
 
   // A read that reaches the end of file `ino`, together with whole files that follow it in its
   // shard: its next siblings (same directory, same shard, in offset order, no gap over 64 KiB)
-  // that `want(ino)` accepts, up to `window` bytes from the start of the read, all read with one
-  // pread. `followers` gets each one's inode and bytes (checked: local header and CRC-32).
-  // A read that does not qualify (does not reach the end, starts more than `window` before it,
-  // or the file is not a member of a zip/tar shard on a local file system) is served like
-  // ServeRead with `zero_copy_min` and `into`, without followers. `want` is called for candidate
-  // inodes in increasing order, before any catalog query, so that a read whose neighbours are
-  // all unwanted costs nothing more than ReadCopy.
+  // that `claims` wants and lets this read take, up to `window` bytes from the start of the read
+  // and no further than the first sibling another read has taken, all read with one pread.
+  // `followers` gets each one's inode and bytes (checked: local header and CRC-32); they stay
+  // taken for the caller, and every file taken but not among them was given back. A read that
+  // does not qualify (does not reach the end, starts more than `window` before it, or the file
+  // is not a member of a zip/tar shard on a local file system) is served like ServeRead with
+  // `zero_copy_min` and `into`, without followers. `claims.Wanted` is asked for candidate inodes
+  // in increasing order, before any catalog query, so that a read whose neighbours are all
+  // unwanted costs nothing more than ReadCopy.
   struct Follower {
     uint64_t ino = 0;
     std::span<const uint8_t> data;
@@ -195,7 +198,7 @@ class Filesystem {
   // no followers this time.
   Result<ReadReply> ReadThrough(
       uint64_t ino, uint64_t offset, size_t size, uint64_t window, size_t zero_copy_min,
-      const std::function<bool(uint64_t dir)>& in_dir, const std::function<bool(uint64_t)>& want,
+      const std::function<bool(uint64_t dir)>& in_dir, FollowerClaims& claims,
       std::vector<uint8_t>* scratch, std::vector<Follower>* followers, uint64_t* dir,
       std::span<uint8_t> into = {}) const;
   // Entries of directory `dir` (0 when it is not one).

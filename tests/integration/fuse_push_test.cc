@@ -44,6 +44,7 @@ namespace packfs {
 namespace {
 
 using testing::Mount;
+using testing::SettledPush;
 using testing::TempDir;
 
 constexpr int kFiles = 80;
@@ -94,18 +95,6 @@ void ExpectReadsSince(const std::string& mnt, const ReadCount& before, uint64_t 
   EXPECT_LE(now.reads - before.reads - expected, static_cast<uint64_t>(std::max(rereads, 0)))
       << what;
   EXPECT_LE(rereads, kDroppedByHost) << what;
-}
-
-// Waits until the push thread has handled every read it was given (its counters settle).
-nlohmann::json SettledPush(const std::string& mnt) {
-  nlohmann::json last;
-  for (int i = 0; i < 100; ++i) {
-    nlohmann::json p = MountStats(mnt)["push"];
-    if (i > 0 && p == last) return p;
-    last = p;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return last;
 }
 
 // Waits (up to 5 s) until `dirs` directory walks have started, then until the pushes settle: a

@@ -146,6 +146,17 @@ nlohmann::json MountStats(const std::string& mnt) {
   return XattrJson(mnt, "user.packfs.stats");
 }
 
+nlohmann::json SettledPush(const std::string& mnt) {
+  nlohmann::json last;
+  for (int i = 0; i < 100; ++i) {
+    nlohmann::json p = MountStats(mnt)["push"];
+    if (i > 0 && p == last) return p;
+    last = p;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return last;
+}
+
 bool WaitMounted(const std::string& mnt, bool want, int seconds) {
   for (int i = 0; i < seconds * 20; ++i) {
     if (IsMounted(mnt) == want) return true;

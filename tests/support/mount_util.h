@@ -36,6 +36,9 @@ std::string XattrText(const std::string& path, const std::string& name, int* err
 nlohmann::json XattrJson(const std::string& path, const std::string& name);
 // A mount's counters: XattrJson(mnt, "user.packfs.stats").
 nlohmann::json MountStats(const std::string& mnt);
+// Its `push` counters once they stop moving (the push and walk threads are done with what they
+// were given): polled every 50 ms, up to 5 s.
+nlohmann::json SettledPush(const std::string& mnt);
 
 // Waits up to `seconds` until `mnt` is (want=true) or is no longer (false) mounted.
 bool WaitMounted(const std::string& mnt, bool want, int seconds = 10);

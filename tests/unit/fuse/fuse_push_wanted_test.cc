@@ -1,8 +1,8 @@
 // Pusher::Wanted: which inodes a read may push. One the kernel got from READDIRPLUS is wanted at
 // once; one it got from a LOOKUP only after Pusher::kFreshLookups later lookups (by path its own
 // reader is about to READ it); none once read (Served) or forgotten. No session is needed for
-// these (the push thread only runs for jobs). InodeBits::TestAndSet, with which pushes claim a
-// file once.
+// these (the push thread only runs for jobs). A file a window takes is not wanted, and stops
+// another window, until given back. InodeBits::TestAndSet, with which pushes claim a file once.
 #include "fuse/push.h"
 
 #include <gtest/gtest.h>
@@ -50,6 +50,29 @@ TEST(PusherWantedTest, ALookedUpInodeIsWantedOnlyAfterTheNextLookups) {
   pusher.LookedUp(20);
   pusher.Known(20);
   EXPECT_FALSE(pusher.Wanted(20));
+}
+
+TEST(PusherWantedTest, AFileTakenForAWindowIsNotWantedUntilGivenBack) {
+  Stats stats;
+  Pusher pusher = MakePusher(stats);
+  using Take = FollowerClaims::Take;
+  EXPECT_EQ(pusher.TakeFollower(10), Take::kSkip);  // unknown to the kernel
+  pusher.Known(10);
+  pusher.Known(11);
+  EXPECT_EQ(pusher.TakeFollower(10), Take::kTaken);
+  EXPECT_FALSE(pusher.Wanted(10));
+  // Another read's window meets it: what follows is the first read's to bring.
+  EXPECT_EQ(pusher.TakeFollower(10), Take::kStop);
+  EXPECT_EQ(stats.push_count(Stats::PushEvent::kCutShort), 1u);
+  EXPECT_TRUE(pusher.Wanted(11));
+  pusher.GiveBack(10);  // its window was not read after all
+  EXPECT_TRUE(pusher.Wanted(10));
+  EXPECT_EQ(pusher.TakeFollower(10), Take::kTaken);
+  // Read through a request meanwhile: given back, it is still not wanted (the kernel has it).
+  pusher.Served(10, 1);
+  pusher.GiveBack(10);
+  EXPECT_FALSE(pusher.Wanted(10));
+  EXPECT_EQ(pusher.TakeFollower(10), Take::kSkip);
 }
 
 TEST(InodeBitsTest, TestAndSetTellsWhoTookABitFirst) {
