@@ -86,6 +86,9 @@
 // other window's to bring (counted in `cut_short`). Now 1.3-1.9x the set's bytes are read (the
 // files taken while their own READ was on its way are read twice) and that epoch reads
 // 35-43k files/s (3 interleaved rounds; 2 readers +6%, 1 reader and random order unchanged).
+// Not solved: mounted before the caches are dropped (bench/run.sh --only epoch), the readers
+// still get to most files before their push, and 8 readers read 21-29k against 23-28k with
+// -o nopush (6 rounds; bench/FINDINGS.md).
 //
 // Listing a ready directory: by path every file costs a LOOKUP and a READ, and nothing can be
 // pushed. Once a directory is ready its remaining files will be read too, so a list thread lists
