@@ -86,9 +86,9 @@
 // other window's to bring (counted in `cut_short`). Now 1.3-1.9x the set's bytes are read (the
 // files taken while their own READ was on its way are read twice) and that epoch reads
 // 35-43k files/s (3 interleaved rounds; 2 readers +6%, 1 reader and random order unchanged).
-// Not solved: mounted before the caches are dropped (bench/run.sh --only epoch), the readers
-// still get to most files before their push, and 8 readers read 21-29k against 23-28k with
-// -o nopush (6 rounds; bench/FINDINGS.md).
+// Not solved: the readers still get to most files before their push (0.64-0.78 READs a file),
+// so the race decides: two benchmark runs of this build read 0.98x and 0.74x loose against
+// 0.89x and 1.00x with -o nopush (bench/FINDINGS.md).
 //
 // Listing a ready directory: by path every file costs a LOOKUP and a READ, and nothing can be
 // pushed. Once a directory is ready its remaining files will be read too, so a list thread lists
