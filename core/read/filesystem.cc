@@ -500,13 +500,16 @@ Result<ReadReply> Filesystem::ReadThrough(
       if (n.data_offset + n.size - start > window) return false;
       prev_end = n.data_offset + n.size;
       if (n.size == 0) return true;
-      SourceNode sn = ToSource(n);
-      if (sn.set != src.set) return false;
       // Past a file another read has taken, the files are that read's: reading them again
       // would read that stretch of the shard twice for nothing (readers in shard order).
       const FollowerClaims::Take take = claims.TakeFollower(n.id);
       if (take == FollowerClaims::Take::kStop) return false;
       if (take == FollowerClaims::Take::kSkip) return true;
+      SourceNode sn = ToSource(n);
+      if (sn.set != src.set) {
+        claims.GiveBack(n.id);
+        return false;
+      }
       inos.push_back(n.id);
       chosen.push_back(std::move(sn.node));
       return true;

@@ -27,7 +27,6 @@
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -743,17 +742,7 @@ TEST_F(FusePushTest, AFollowerWithBadBytesIsNeverPushed) {
   ASSERT_EQ(ls.exit_code, 0) << ls.err;
   auto where = nlohmann::json::parse(ls.out.substr(0, ls.out.find('\n')));
   const uint64_t off = where["offset"].get<uint64_t>() + 100;
-  struct stat before;
-  ASSERT_EQ(::stat(shard.c_str(), &before), 0);
-  {
-    std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(static_cast<std::streamoff>(off));
-    char c = static_cast<char>(f.get());
-    f.seekp(static_cast<std::streamoff>(off));
-    f.put(static_cast<char>(c ^ 0x5a));
-  }
-  const timespec times[2] = {before.st_atim, before.st_mtim};
-  ASSERT_EQ(::utimensat(AT_FDCWD, shard.c_str(), times, 0), 0);
+  ASSERT_TRUE(testing::FlipByteKeepingTimes(shard, off)) << shard;
 
   for (bool walk : {false, true}) {
     SCOPED_TRACE(walk ? "walked" : "-o nowalk");

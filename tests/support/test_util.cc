@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -187,6 +188,21 @@ std::string RandomBytes(size_t n, uint64_t seed) {
 
 bool HasCommand(const std::string& name) {
   return Sh("command -v '" + name + "' >/dev/null 2>&1").exit_code == 0;
+}
+
+bool FlipByteKeepingTimes(const std::string& path, uint64_t offset) {
+  struct stat before;
+  if (::stat(path.c_str(), &before) != 0) return false;
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return false;
+  const auto pos = static_cast<off_t>(offset);
+  char c = 0;
+  bool ok = ::pread(fd, &c, 1, pos) == 1;
+  c = static_cast<char>(c ^ 0x20);
+  ok = ok && ::pwrite(fd, &c, 1, pos) == 1;
+  ::close(fd);
+  const timespec times[2] = {before.st_atim, before.st_mtim};
+  return ok && ::utimensat(AT_FDCWD, path.c_str(), times, 0) == 0;
 }
 
 }  // namespace packfs::testing

@@ -58,5 +58,8 @@ std::map<std::string, std::string> ReadSha256List(const std::string& path);
 // Deterministic pseudo-random bytes.
 std::string RandomBytes(size_t n, uint64_t seed);
 bool HasCommand(const std::string& name);
+// Flips bits of the byte at `offset` of file `path` in place, keeping its size and its access
+// and modification times (so only a checksum can tell); false when it could not.
+bool FlipByteKeepingTimes(const std::string& path, uint64_t offset);
 
 }  // namespace packfs::testing

@@ -307,19 +307,7 @@ void DamageMember(const Filesystem& fs, uint64_t ino, uint64_t at) {
   auto shard = fs.GetXattr(ino, Filesystem::kXattrShard);
   auto offset = fs.GetXattr(ino, Filesystem::kXattrOffset);
   ASSERT_TRUE(shard.ok() && *shard && offset.ok() && *offset);
-  const std::string path = **shard;
-  struct stat before;
-  ASSERT_EQ(::stat(path.c_str(), &before), 0);
-  int fd = ::open(path.c_str(), O_RDWR);
-  ASSERT_GE(fd, 0);
-  const off_t pos = static_cast<off_t>(std::stoull(**offset) + at);
-  char c = 0;
-  ASSERT_EQ(::pread(fd, &c, 1, pos), 1);
-  c = static_cast<char>(c ^ 0x20);
-  ASSERT_EQ(::pwrite(fd, &c, 1, pos), 1);
-  ::close(fd);
-  struct timespec times[2] = {before.st_atim, before.st_mtim};
-  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+  ASSERT_TRUE(testing::FlipByteKeepingTimes(**shard, std::stoull(**offset) + at)) << **shard;
 }
 
 TEST_F(FilesystemTest, CrcMismatchOfAWholeReadFailsThatMemberOnly) {

@@ -3,10 +3,7 @@
 // wanted, ends its window at the first file another read has taken (that read brings what
 // follows), and gives back every file it took but does not bring (here: one whose bytes fail
 // their CRC-32). Without a FUSE mount: the claims are this test's own record of takes.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <map>
@@ -130,18 +127,7 @@ TEST_F(FollowerClaimsTest, AFileTakenButNotBroughtIsGivenBack) {
   auto shard = fs_->GetXattr(ino_[7], Filesystem::kXattrShard);
   auto offset = fs_->GetXattr(ino_[7], Filesystem::kXattrOffset);
   ASSERT_TRUE(shard.ok() && *shard && offset.ok() && *offset);
-  struct stat before;
-  ASSERT_EQ(::stat((**shard).c_str(), &before), 0);
-  const int fd = ::open((**shard).c_str(), O_RDWR);
-  ASSERT_GE(fd, 0);
-  const off_t pos = static_cast<off_t>(std::stoull(**offset) + 10);
-  char c = 0;
-  ASSERT_EQ(::pread(fd, &c, 1, pos), 1);
-  c = static_cast<char>(c ^ 0x20);
-  ASSERT_EQ(::pwrite(fd, &c, 1, pos), 1);
-  ::close(fd);
-  const timespec times[2] = {before.st_atim, before.st_mtim};
-  ASSERT_EQ(::utimensat(AT_FDCWD, (**shard).c_str(), times, 0), 0);
+  ASSERT_TRUE(testing::FlipByteKeepingTimes(**shard, std::stoull(**offset) + 10)) << **shard;
 
   RecordedClaims claims;
   claims.elsewhere = {ino_[10]};
