@@ -399,11 +399,11 @@ def rclone_contender(name, d, srv, path, mnt):
     return c
 
 
-def packfs_http_contender(name, args, d, srv, path, mnt):
+def packfs_http_contender(name, args, d, srv, path, mnt, role="packfs", options=()):
     """packfs of the pack set at srv's `path`."""
-    return Contender(name, "packfs", "dir", mnt, [(
+    return Contender(name, role, "dir", mnt, [(
         [os.path.join(args.build, "packfs"), "--cache-dir", os.path.join(d, "packfs-cache"),
-         srv.url + path, mnt], mnt)], ours=True)
+         *options, srv.url + path, mnt], mnt)], ours=True)
 
 
 def http_loader_contenders(args, work, d, srv):
@@ -428,6 +428,11 @@ def http_contenders(args, work, d, srv, www):
     cs.append(packfs_http_contender("packfs (http)", args, d, srv, "/media", mnt("packfs-http")))
     cs.append(Contender("raw ranged GETs (loose files)", "raw", "gets", ours=True))
     if not args.quick:
+        # Without pushing the files after a READ from what the walk's read-ahead fetched
+        # (fuse/push.h): what pushing adds once reads walk a shard.
+        cs.append(packfs_http_contender("packfs (http) -o nopush", args, d, srv, "/media",
+                                        mnt("packfs-http-nopush"), role="nopush",
+                                        options=("-o", "nopush")))
         # The same pack set from the local disk, no network: what packfs's own request path
         # allows in each pattern, the ceiling of packfs (http) once it needs few GETs.
         cs.append(Contender("packfs (local shards)", "local", "dir", mnt("packfs-local"),
@@ -555,7 +560,8 @@ def run_group(args, group, delay, cs, lists, www, proxy, rows, srv_port=None):
                 if mount_s is None:
                     continue
                 drop_caches()
-                st0 = packfs_stats(c.root) if c.role == "packfs" else None
+                ours = c.role in ("packfs", "ring", "nopush", "local")
+                st0 = packfs_stats(c.root) if ours else None
                 before = proxy.counts()
                 budget = args.shared_slow_budget if c.over else args.shared_budget
                 res = one_pass(args, c, lists, pattern, r, budget, srv_port)

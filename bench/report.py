@@ -786,6 +786,8 @@ def shared_section(rows, L):
     local = any(role == "local" for _, role in names)
     # packfs -o io_uring (sshfs, where the kernel offers the ring): its own columns.
     ring = any(role == "ring" for _, role in names)
+    # packfs -o nopush (http): the same mount without pushing, what pushing adds.
+    nopush = any(role == "nopush" for _, role in names)
     head = ["storage", "pattern", "loose files/s", "packfs files/s", "raw files/s",
             "packfs / loose", "packfs / raw", "requests per file: loose, packfs, raw"]
     if ring:
@@ -793,14 +795,16 @@ def shared_section(rows, L):
     if local:
         head += ["packfs, local shards files/s", "packfs / local shards",
                  "local shards / loose"]
+    if nopush:
+        head += ["packfs -o nopush files/s", "packfs / nopush"]
     L += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for g in groups:
         for pattern in ("random", "directory walk", "list + walk", "list + random"):
             cells, rates, reqs = [g, pattern], {}, []
-            for role in ("loose", "packfs", "raw", "local", "ring"):
+            for role in ("loose", "packfs", "raw", "local", "ring", "nopush"):
                 rs = runs.get((g, pattern, names.get((g, role))), [])
                 rates[role] = med([rate(r) for r in rs])
-                if role in ("local", "ring"):
+                if role in ("local", "ring", "nopush"):
                     continue
                 cells.append(cell(rs) if rs else ("not available" if (g, role) in dead
                                                   else "—"))
@@ -816,6 +820,9 @@ def shared_section(rows, L):
                 rs = runs.get((g, pattern, names.get((g, "local"))), [])
                 cells += [cell(rs) if rs else "—", fmt_ratio(rates["packfs"], rates["local"]),
                           fmt_ratio(rates["local"], rates["loose"])]
+            if nopush:
+                rs = runs.get((g, pattern, names.get((g, "nopush"))), [])
+                cells += [cell(rs) if rs else "—", fmt_ratio(rates["packfs"], rates["nopush"])]
             L.append("| " + " | ".join(cells) + " |")
     L += ["", "`find MNT | wc -l` (s, median; requests per entry listed):", "",
           "| storage | loose | packfs | loose / packfs (time) |", "|---|---|---|---|"]

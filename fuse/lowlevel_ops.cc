@@ -255,9 +255,9 @@ void SendReply(fuse_req_t req, const ReadReply& reply, Stats& stats) {
 }
 
 // One READ, its node resolved once (Filesystem::ServeRead). With pushing on, a read that reaches
-// the end of a small file in a local shard also brings the files that follow it in one pread,
-// and those the kernel holds an inode for are pushed into its cache after the reply
-// (fuse/push.h).
+// the end of a small file in a local shard also brings the files that follow it in one pread (in
+// a remote shard, those its cache holds already), and those the kernel holds an inode for are
+// pushed into its cache after the reply (fuse/push.h).
 void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
   Guard(req, "read", [&] {
     SessionState& s = State(req);
@@ -309,7 +309,7 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
             }
             return pusher.Pays();
           },
-          pusher, &job.buf, &job.followers, &job.dir, into);
+          pusher, fuse_req_ctx(req)->pid, &job.buf, &job.followers, &job.dir, into);
     } else {
       got = s.fs->ServeRead(ino, static_cast<uint64_t>(off), size, zero_copy_min, &job.buf,
                             into);

@@ -52,6 +52,24 @@ class ShardSource {
     (void)member_begin, (void)member_end, (void)offset, (void)length, (void)out;
     return std::optional<size_t>();
   }
+  // Whether members after `offset` may be brought beside a read by `reader` (a thread id) now
+  // (PackSet::ReadThrough): always for a local file; for a shard held elsewhere, when
+  // LendCachedMember may lend them (a remote shard: walked by that reader alone). Cheap: asked
+  // before any catalog query.
+  virtual bool MayLendFollowers(uint64_t offset, uint64_t reader) const {
+    (void)offset, (void)reader;
+    return fd() >= 0;
+  }
+  // The bytes of member [member_begin, member_end) of this source (local header included), when
+  // the source holds all of them in memory now: appended to `out` as extents, true. False, and
+  // nothing appended, when it does not (the default). Never fetches and never waits: lets a read
+  // of a remote shard bring the members that follow it from what a walk's read-ahead has
+  // fetched already (PackSet::ReadThrough), without a request of its own.
+  virtual bool LendCachedMember(uint64_t member_begin, uint64_t member_end,
+                                std::vector<Extent>* out) const {
+    (void)member_begin, (void)member_end, (void)out;
+    return false;
+  }
   // A file descriptor whose bytes at the same offsets are this source's (for zero-copy replies),
   // or -1 when the bytes are synthesized or remote.
   virtual int fd() const { return -1; }

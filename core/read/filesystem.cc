@@ -453,7 +453,7 @@ uint64_t Filesystem::max_ino() const {
 
 Result<ReadReply> Filesystem::ReadThrough(
     uint64_t ino, uint64_t offset, size_t size, uint64_t window, size_t zero_copy_min,
-    const std::function<bool(uint64_t dir)>& in_dir, FollowerClaims& claims,
+    const std::function<bool(uint64_t dir)>& in_dir, FollowerClaims& claims, uint64_t reader,
     std::vector<uint8_t>* scratch, std::vector<Follower>* followers, uint64_t* dir,
     std::span<uint8_t> into) const {
   followers->clear();
@@ -478,7 +478,7 @@ Result<ReadReply> Filesystem::ReadThrough(
   // The last wanted inode among the next siblings bounds the catalog query; none wanted, none made.
   const uint64_t last_candidate = std::min(ino + kMaxFollowers, max_ino());
   uint64_t last_wanted = 0;
-  if (in_dir(file.parent)) {
+  if (in_dir(file.parent) && src.set->MayBringFollowers(src.node, reader)) {
     for (uint64_t i = ino + 1; i <= last_candidate; ++i) {
       if (claims.Wanted(i)) last_wanted = i;
     }

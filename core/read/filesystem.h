@@ -185,20 +185,23 @@ class Filesystem {
   // and no further than the first sibling another read has taken, all read with one pread.
   // `followers` gets each one's inode and bytes (checked: local header and CRC-32); they stay
   // taken for the caller, and every file taken but not among them was given back. A read that
-  // does not qualify (does not reach the end, starts more than `window` before it, or the file
-  // is not a member of a zip/tar shard on a local file system) is served like ServeRead with
-  // `zero_copy_min` and `into`, without followers. `claims.Wanted` is asked for candidate inodes
-  // in increasing order, before any catalog query, so that a read whose neighbours are all
-  // unwanted costs nothing more than ReadCopy.
+  // does not qualify (does not reach the end, starts more than `window` before it, the file is
+  // not a member of a zip/tar shard, or its shard is on a network file system) is served like
+  // ServeRead with `zero_copy_min` and `into`, without followers. A remote shard brings only the
+  // followers its cache holds already (a walk's read-ahead fetched them): no request is made
+  // for them. `claims.Wanted` is asked for candidate inodes in increasing order, before any
+  // catalog query, so that a read whose neighbours are all unwanted costs nothing more than
+  // ReadCopy.
   struct Follower {
     uint64_t ino = 0;
     std::span<const uint8_t> data;
   };
   // `in_dir(dir)` is asked once, with the file's directory (also stored in `*dir`): false means
-  // no followers this time.
+  // no followers this time. `reader` names who reads (a FUSE request's thread id; 0: none):
+  // a remote shard lends followers only to a walk one reader makes (RemoteReader::WalkAlone).
   Result<ReadReply> ReadThrough(
       uint64_t ino, uint64_t offset, size_t size, uint64_t window, size_t zero_copy_min,
-      const std::function<bool(uint64_t dir)>& in_dir, FollowerClaims& claims,
+      const std::function<bool(uint64_t dir)>& in_dir, FollowerClaims& claims, uint64_t reader,
       std::vector<uint8_t>* scratch, std::vector<Follower>* followers, uint64_t* dir,
       std::span<uint8_t> into = {}) const;
   // Entries of directory `dir` (0 when it is not one).

@@ -413,6 +413,13 @@ bool FastCopy(uint64_t from, const void* to) {
 
 }  // namespace
 
+bool PackSet::MayBringFollowers(const Node& file, uint64_t reader) const {
+  if (file.is_dir() || raw_members_) return false;
+  if (shard_files_) return true;
+  Result<ShardLease> src = OpenShard(file.shard);
+  return src.ok() && (*src)->MayLendFollowers(file.data_offset + file.size, reader);
+}
+
 Result<std::span<const uint8_t>> PackSet::ReadThrough(
     const Node& file, uint64_t offset, std::span<const Node> followers,
     std::vector<uint8_t>* scratch, std::vector<std::span<const uint8_t>>* out) const {
@@ -420,7 +427,7 @@ Result<std::span<const uint8_t>> PackSet::ReadThrough(
   if (file.is_dir() || raw_members_) return Status::InvalidArgument("not a zip or tar member");
   if (offset >= file.size) return std::span<const uint8_t>();
   PACKFS_ASSIGN_OR_RETURN(ShardLease src, OpenShard(file.shard));
-  if (src->fd() < 0) return Status::InvalidArgument("not a local shard");
+  if (src->fd() < 0 && followers.empty()) return Status::InvalidArgument("not a local shard");
   const uint64_t at = file.data_offset + offset;
   const uint64_t file_end = file.data_offset + file.size;
   const bool file_checked = impl_->Checked(file.id);
@@ -440,6 +447,7 @@ Result<std::span<const uint8_t>> PackSet::ReadThrough(
   }
   const size_t total = static_cast<size_t>(end - begin);
   const std::span<uint8_t> buf = PageMatched(scratch, begin, total);
+  if (src->fd() < 0) return ReadThroughCached(file, offset, followers, *src, begin, buf, out);
   PACKFS_ASSIGN_OR_RETURN(size_t got, src->ReadAt(begin, buf));
   const std::span<const uint8_t> bytes(buf.data(), got);
   PrefetchedSource prefetched(*src, begin, bytes);
@@ -461,6 +469,50 @@ Result<std::span<const uint8_t>> PackSet::ReadThrough(
     (*out)[i] = data;
   }
   return bytes.subspan(at - begin, file_end - at);
+}
+
+Result<std::span<const uint8_t>> PackSet::ReadThroughCached(
+    const Node& file, uint64_t offset, std::span<const Node> followers, const ShardSource& src,
+    uint64_t begin, std::span<uint8_t> buf, std::vector<std::span<const uint8_t>>* out) const {
+  // The file is read as any read of it is (ReadMemberAt: its request, if it needs one, is the
+  // only one made); its bytes go first in `buf`, which holds the shard from `begin`.
+  const uint64_t at = file.data_offset + offset;
+  const uint64_t file_end = file.data_offset + file.size;
+  const std::span<uint8_t> head = buf.first(static_cast<size_t>(file_end - begin));
+  PACKFS_ASSIGN_OR_RETURN(size_t got,
+                          src.ReadMemberAt(file.local_header_offset, file_end, begin, head));
+  if (got != head.size()) {
+    return Status::Stale(ShardRefPath(file.shard) + ": short read of member data at offset " +
+                         std::to_string(at) + " (the shard shrank?); " + impl_->refresh_hint);
+  }
+  if (!impl_->Checked(file.id)) {
+    PACKFS_RETURN_IF_ERROR(CheckMemberAgainst(file, PrefetchedSource(src, begin, head)));
+  }
+  Result<const ShardInfo*> shard_info = catalog_->Shard(file.shard);
+  const bool has_crc = !shard_info.ok() || ShardFormatOf((*shard_info)->name) != ShardFormat::kTar;
+  // Then the followers the shard holds in memory now, in order, up to the first it does not.
+  std::vector<Extent> lent;
+  for (size_t i = 0; i < followers.size(); ++i) {
+    const Node& f = followers[i];
+    lent.clear();
+    if (!src.LendCachedMember(f.local_header_offset, f.data_offset + f.size, &lent)) break;
+    const std::span<uint8_t> member =
+        buf.subspan(f.local_header_offset - begin, f.data_offset + f.size - f.local_header_offset);
+    size_t filled = 0;
+    for (const Extent& e : lent) {
+      std::memcpy(member.data() + filled, e->data(), e->size());
+      filled += e->size();
+    }
+    if (filled != member.size()) break;
+    if (!impl_->Checked(f.id) &&
+        !CheckMemberAgainst(f, PrefetchedSource(src, f.local_header_offset, member)).ok()) {
+      continue;
+    }
+    std::span<const uint8_t> data = member.subspan(f.data_offset - f.local_header_offset);
+    if (has_crc && Crc32(0, data.data(), data.size()) != f.crc32) continue;
+    (*out)[i] = data;
+  }
+  return std::span<const uint8_t>(head.subspan(at - begin));
 }
 
 Status PackSet::CheckMemberAgainst(const Node& file, const ShardSource& shard) const {

@@ -146,12 +146,17 @@ class PackSet {
   // was checked before) to the end of the last follower. Returns the file's bytes; `out[i]` is the
   // data of followers[i], or empty when it cannot be served from these bytes (its local header does
   // not match the catalog, or its CRC-32 does not: that member's own read reports why). Fails
-  // like ReadCopy for the file itself. Local fd-backed zip/tar shards only (InvalidArgument
-  // otherwise: callers use ReadCopy).
+  // like ReadCopy for the file itself. Zip/tar shards: local fd-backed ones, and, with followers,
+  // others (remote), which bring only the followers they hold in memory already and leave the
+  // rest empty (ReadThroughCached). InvalidArgument otherwise: callers use ReadCopy.
   Result<std::span<const uint8_t>> ReadThrough(const Node& file, uint64_t offset,
                                                std::span<const Node> followers,
                                                std::vector<uint8_t>* scratch,
                                                std::vector<std::span<const uint8_t>>* out) const;
+
+  // Whether ReadThrough may bring followers of `file` to `reader` now: a local shard file, or a
+  // shard held elsewhere that lends them (ShardSource::MayLendFollowers). Cheap: no catalog query.
+  bool MayBringFollowers(const Node& file, uint64_t reader) const;
 
   // Checks the local header of `file` once (cached per node id). Returns OK when valid.
   Status CheckMember(const Node& file) const;
@@ -160,6 +165,12 @@ class PackSet {
 
  private:
   PackSet() = default;
+  // ReadThrough of a shard held elsewhere (a remote one): the file read as ReadCopy would, and
+  // the followers whose bytes `src` holds in memory now (LendCachedMember), in order up to the
+  // first it does not: no request beyond the file's own. `buf` holds the shard from `begin`.
+  Result<std::span<const uint8_t>> ReadThroughCached(
+      const Node& file, uint64_t offset, std::span<const Node> followers, const ShardSource& src,
+      uint64_t begin, std::span<uint8_t> buf, std::vector<std::span<const uint8_t>>* out) const;
   // Checks the local header of `file` as `src` (the shard, or bytes already read from it) shows
   // it, and remembers success.
   Status CheckMemberAgainst(const Node& file, const ShardSource& src) const;

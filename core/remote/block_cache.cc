@@ -149,6 +149,13 @@ bool BlockCache::Contains(const std::string& object, uint64_t start) const {
   return map_.count(KeyOf(object, start)) != 0;
 }
 
+BlockCache::Bytes BlockCache::Peek(const std::string& object, uint64_t start) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = map_.find(KeyOf(object, start));
+  if (it == map_.end() || !it->second->done || !it->second->error.ok()) return Bytes();
+  return it->second->bytes;
+}
+
 uint64_t BlockCache::CachedUntil(const std::string& object, uint64_t start, uint64_t end,
                                  uint64_t step) const {
   // One key, its number rewritten in place for each block.

@@ -58,6 +58,9 @@ class BlockCache {
   Lookup Acquire(const std::string& object, uint64_t start, size_t size);
   // True when the key is cached or claimed (no claim is made, the LRU order is untouched).
   bool Contains(const std::string& object, uint64_t start) const;
+  // The cached extent, or null when the key is not cached (a claim still in flight counts as
+  // not cached; nothing is claimed or waited for, the LRU order is untouched).
+  Bytes Peek(const std::string& object, uint64_t start) const;
   // The first of start, start + step, ... that is neither cached nor claimed, or the first of
   // them at or past `end`: Contains over a run of keys under one lock (a sequential reader's
   // read-ahead window is hundreds of blocks, walked on every read).

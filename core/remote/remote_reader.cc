@@ -336,6 +336,68 @@ bool RemoteReader::Walking(const std::string& key, uint64_t begin, uint64_t end)
   return walked;
 }
 
+bool RemoteReader::WalkAlone(const std::string& key, uint64_t begin, uint64_t reader) {
+  std::lock_guard<std::mutex> lock(streams_mu_);
+  auto it = walks_.find(key);
+  if (it == walks_.end()) return false;
+  Walk& w = it->second;
+  if (w.asked == 0 || reader != w.last_reader) {
+    w.last_reader = reader;
+    w.reader_since = w.asked;
+  }
+  ++w.asked;
+  if (w.walk_end <= w.walk_begin || begin + 4096 < w.walk_begin || begin > w.walk_end + Slack()) {
+    return false;  // no walk under way here: a member some other read left in memory
+  }
+  if (w.asked - w.reader_since < Walk::kAlone) {  // several readers (see above)
+    ++walk_lend_shared_;
+    return false;
+  }
+  return true;
+}
+
+void RemoteReader::NoteWalked(const std::string& key, uint64_t begin, uint64_t end) {
+  std::lock_guard<std::mutex> lock(streams_mu_);
+  auto it = walks_.find(key);
+  if (it == walks_.end()) return;
+  Walk& w = it->second;
+  w.last_use = ++stream_clock_;
+  w.walk_begin = w.walk_end > w.walk_begin ? std::min(w.walk_begin, begin) : begin;
+  w.walk_end = std::max(w.walk_end, end);
+  w.strays = 0;
+  for (size_t i = 0; i < w.recent_n; ++i) {
+    if (w.recent[i].begin == begin) return;
+  }
+  w.recent[w.recent_at] = Walk::Member{begin, end, true, true};
+  w.recent_at = (w.recent_at + 1) % Walk::kRecent;
+  w.recent_n = std::min(w.recent_n + 1, Walk::kRecent);
+}
+
+bool RemoteReader::LendCachedMember(const RangeFetcher& object, uint64_t member_begin,
+                                    uint64_t member_end, std::vector<Extent>* out) {
+  const uint64_t size = object.size();
+  if (member_end <= member_begin || member_end > size) return false;
+  const uint64_t bs = options_.block_size;
+  const std::string key = BlockKey(object);
+  const size_t had = out->size();
+  for (uint64_t b = member_begin / bs; b * bs < member_end; ++b) {
+    Bytes bytes = memory_.Peek(key, b * bs);
+    if (!bytes || bytes->size() != std::min(bs, size - b * bs)) {
+      out->resize(had);
+      return false;
+    }
+    const uint64_t from = std::max(member_begin, b * bs) - b * bs;
+    const uint64_t to = std::min(member_end, b * bs + bytes->size()) - b * bs;
+    out->push_back(bytes.Sub(from, to - from));
+  }
+  for (uint64_t b = member_begin / bs; (b + 1) * bs <= member_end; ++b) {
+    memory_.Demote(key, b * bs);  // read to its end, as a walk's reader would have
+  }
+  NoteWalked(object.cache_key(), member_begin, member_end);
+  ++walk_lent_;
+  return true;
+}
+
 Result<size_t> RemoteReader::Read(const std::shared_ptr<const RangeFetcher>& object,
                                   uint64_t member_begin, uint64_t member_end, uint64_t offset,
                                   std::span<uint8_t> buf) {
@@ -492,6 +554,8 @@ RemoteReaderStats RemoteReader::stats() const {
   s.bytes_fetched = bytes_fetched_.load();
   s.prefetched_bytes = prefetched_bytes_.load();
   s.walk_reads = walk_reads_.load();
+  s.walk_lent = walk_lent_.load();
+  s.walk_lend_shared = walk_lend_shared_.load();
   s.disk_hits = disk_hits_.load();
   s.memory_bytes = memory_.bytes();
   s.memory_peak = memory_.peak_bytes();
@@ -510,6 +574,8 @@ std::string RemoteReader::StatsJson() const {
          ", \"bytes_fetched\": " + std::to_string(s.bytes_fetched) +
          ", \"prefetched_bytes\": " + std::to_string(s.prefetched_bytes) +
          ", \"walk_reads\": " + std::to_string(s.walk_reads) +
+         ", \"walk_lent\": " + std::to_string(s.walk_lent) +
+         ", \"walk_lend_shared\": " + std::to_string(s.walk_lend_shared) +
          ", \"disk_hits\": " + std::to_string(s.disk_hits) +
          ", \"memory_bytes\": " + std::to_string(s.memory_bytes) +
          ", \"memory_peak\": " + std::to_string(s.memory_peak) +

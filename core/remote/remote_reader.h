@@ -105,6 +105,8 @@ struct RemoteReaderStats {
   uint64_t bytes_fetched = 0;     // bytes those GETs brought
   uint64_t prefetched_bytes = 0;  // of which read ahead in the background
   uint64_t walk_reads = 0;        // small-member reads served as part of a walk (see above)
+  uint64_t walk_lent = 0;         // members lent from memory beside a read (LendCachedMember)
+  uint64_t walk_lend_shared = 0;  // reads of a walk of several readers: nothing lent beside
   uint64_t disk_hits = 0;         // reads (and read-ahead blocks) served by the disk cache
   uint64_t memory_bytes = 0;      // now in the memory cache (held plus claimed)
   uint64_t memory_peak = 0;       // the most memory_bytes ever was (in-flight parts included)
@@ -134,6 +136,20 @@ class RemoteReader {
   Result<std::optional<size_t>> Lend(const std::shared_ptr<const RangeFetcher>& object,
                                      uint64_t member_begin, uint64_t member_end, uint64_t offset,
                                      size_t length, std::vector<Extent>* out);
+
+  // The bytes of member [member_begin, member_end) of `object` when every block holding them is
+  // in memory now (a walk's read-ahead fetched them): appended to `out` as extents (no copy),
+  // true. False, nothing appended, when any is not: nothing is fetched or waited for. A member
+  // lent counts as read by the object's walk (see Walking): the read after it is the walk's
+  // next, not a stray. Ask WalkAlone first.
+  bool LendCachedMember(const RangeFetcher& object, uint64_t member_begin, uint64_t member_end,
+                        std::vector<Extent>* out);
+  // Whether members from `begin` on of the object whose cache_key() is `key` are worth lending
+  // beside a read of `reader` (a thread id): a walk is under way there (`begin` lies in or just
+  // past its stretch) and the last kAlone reads that asked came from `reader`. Several readers
+  // walking one shard read the members after a read themselves before these could be handed on
+  // (fuse/push.h): false then, counted in walk_lend_shared.
+  bool WalkAlone(const std::string& key, uint64_t begin, uint64_t reader);
 
   // The disk cache's open file holding `object`'s bytes [offset, offset + length) at their own
   // offsets, when that range is cached and already verified (counted as a disk hit); else null.
@@ -178,6 +194,8 @@ class RemoteReader {
   // object's members in order (see the top), updating the object's walk state. A member's later
   // reads (FUSE hands one over in several pieces) get the answer its first read got.
   bool Walking(const std::string& key, uint64_t begin, uint64_t end);
+  // Records the member [begin, end) of object `key` as read by its walk (LendCachedMember).
+  void NoteWalked(const std::string& key, uint64_t begin, uint64_t end);
   struct Job {
     std::shared_ptr<const RangeFetcher> object;
     std::vector<Claim> claims;
@@ -208,6 +226,7 @@ class RemoteReader {
   // and the answer each got (guarded by streams_mu_).
   struct Walk {
     static constexpr size_t kRecent = 16;
+    static constexpr uint64_t kAlone = 8;
     struct Member {
       uint64_t begin = 0, end = 0;
       bool neighbour = false;
@@ -216,6 +235,11 @@ class RemoteReader {
     uint64_t last_use = 0;
     uint64_t walk_begin = 0, walk_end = 0;  // the stretch of the object the current walk read
     size_t strays = 0;  // members in a row that were no recent member's neighbour
+    // Several readers? The reads that asked WalkAlone so far, the reader of the last one, and
+    // how many had asked when the reader last changed.
+    uint64_t asked = 0;
+    uint64_t last_reader = 0;
+    uint64_t reader_since = 0;
     Member recent[kRecent];
     size_t recent_at = 0;
     size_t recent_n = 0;
@@ -234,6 +258,8 @@ class RemoteReader {
   std::atomic<uint64_t> bytes_fetched_{0};
   std::atomic<uint64_t> prefetched_bytes_{0};
   std::atomic<uint64_t> walk_reads_{0};
+  std::atomic<uint64_t> walk_lent_{0};
+  std::atomic<uint64_t> walk_lend_shared_{0};
   std::atomic<uint64_t> disk_hits_{0};
 };
 

@@ -203,4 +203,13 @@ Result<std::optional<size_t>> RemoteShardSource::LendMemberAt(uint64_t member_be
   return reader_->Lend(object_, member_begin, member_end, offset, length, out);
 }
 
+bool RemoteShardSource::MayLendFollowers(uint64_t offset, uint64_t reader) const {
+  return reader_ && reader_->WalkAlone(object_->cache_key(), offset, reader);
+}
+
+bool RemoteShardSource::LendCachedMember(uint64_t member_begin, uint64_t member_end,
+                                         std::vector<Extent>* out) const {
+  return reader_ && reader_->LendCachedMember(*object_, member_begin, member_end, out);
+}
+
 }  // namespace packfs

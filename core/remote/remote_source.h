@@ -69,6 +69,12 @@ class RemoteShardSource final : public ShardSource {
                                              uint64_t offset, size_t length,
                                              std::vector<Extent>* out) const override;
 
+  // With a reader: whether its walk of this object lends (RemoteReader::WalkAlone), and the
+  // member's bytes when its memory cache holds them all (LendCachedMember); else false.
+  bool MayLendFollowers(uint64_t offset, uint64_t reader) const override;
+  bool LendCachedMember(uint64_t member_begin, uint64_t member_end,
+                        std::vector<Extent>* out) const override;
+
   // With a reader whose disk cache holds the range (verified): that cache file, at the same
   // offsets, so the reply splices from local disk like a local shard's. nullopt otherwise.
   Result<std::optional<std::pair<std::shared_ptr<const ShardSource>, uint64_t>>> MapToFile(

@@ -40,24 +40,6 @@ using testing::TempDir;
 
 constexpr size_t kSmallSize = 20 * 1024;
 
-// Reads a whole file with read(2); returns errno on failure (0 on success).
-int ReadAll(const std::string& path, std::string* out) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno;
-  out->clear();
-  char buf[65536];
-  int err = 0;
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) err = errno;
-    if (n <= 0) break;
-    out->append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return err;
-}
-
 class RemoteMountTest : public testing::ServedSetMountTest {
  protected:
   static void SetUpTestSuite() {
@@ -114,7 +96,7 @@ TEST_F(RemoteMountTest, RelativeCacheDirectories) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_TRUE(testing::IsMounted(Mnt()));
   std::string bytes;
-  EXPECT_EQ(ReadAll(Mnt() + "/small/exact20k.bin", &bytes), 0);
+  EXPECT_EQ(testing::ReadWithErrno(Mnt() + "/small/exact20k.bin", &bytes), 0);
   EXPECT_TRUE(bytes == testing::ReadFile(*tmp_ / "src/small/exact20k.bin"));
   EXPECT_EQ(testing::Run({"fusermount3", "-u", Mnt()}).exit_code, 0);
   ASSERT_TRUE(testing::WaitMounted(Mnt(), false));
@@ -152,11 +134,11 @@ TEST_F(RemoteMountTest, SmallFileFirstReadIsOneRangedGet) {
   const std::string uri = shard_url.substr(server_->url().size());  // "/media/pack-000N.zip"
   const size_t before = server_->SettledRequests(uri);
   std::string bytes;
-  ASSERT_EQ(ReadAll(path, &bytes), 0);
+  ASSERT_EQ(testing::ReadWithErrno(path, &bytes), 0);
   EXPECT_TRUE(bytes == testing::ReadFile(*tmp_ / "src/small/exact20k.bin"));
   EXPECT_EQ(server_->SettledRequests(uri), before + 1) << server_->AccessLog();
   // A second read comes from the page cache (or at worst one more GET), never a header read.
-  ASSERT_EQ(ReadAll(path, &bytes), 0);
+  ASSERT_EQ(testing::ReadWithErrno(path, &bytes), 0);
   EXPECT_LE(server_->SettledRequests(uri), before + 2);
 }
 
@@ -178,7 +160,7 @@ TEST_F(RemoteMountTest, AListedDirectoryReadThroughIsNotWalked) {
   const size_t before = server_->SettledRequests(uri);
   for (int i = 7; i < 10; ++i) {  // 30% of d1, past the push rule's 15%
     std::string bytes;
-    ASSERT_EQ(ReadAll(Mnt() + "/small/d1/" + names[i], &bytes), 0);
+    ASSERT_EQ(testing::ReadWithErrno(Mnt() + "/small/d1/" + names[i], &bytes), 0);
     EXPECT_TRUE(bytes == testing::ReadFile(*tmp_ / ("src/small/d1/" + names[i]))) << names[i];
   }
   const size_t after = server_->SettledRequests(uri);
@@ -241,9 +223,9 @@ TEST_F(RemoteMountTest, DamagedMemberOnTheServerIsEio) {
   Mount m({server_->url() + "/crc/media"}, Mnt(), CacheArgs());
   ASSERT_TRUE(m.ok()) << m.result().err;
   std::string bytes;
-  EXPECT_EQ(ReadAll(Mnt() + "/small/exact20k.bin", &bytes), EIO);
-  EXPECT_EQ(ReadAll(Mnt() + "/big/a.bin", &bytes), EIO);
-  EXPECT_EQ(ReadAll(Mnt() + "/big/b.bin", &bytes), 0);
+  EXPECT_EQ(testing::ReadWithErrno(Mnt() + "/small/exact20k.bin", &bytes), EIO);
+  EXPECT_EQ(testing::ReadWithErrno(Mnt() + "/big/a.bin", &bytes), EIO);
+  EXPECT_EQ(testing::ReadWithErrno(Mnt() + "/big/b.bin", &bytes), 0);
   EXPECT_TRUE(bytes == testing::ReadFile(*tmp_ / "src/big/b.bin"));
   const nlohmann::json errors = testing::XattrJson(Mnt(), "user.packfs.errors");
   // Each damaged member is named, first with the mismatch, then for each read after it.
@@ -298,10 +280,10 @@ TEST_F(RemoteMountTest, StaleCatalogFailsThatShardsReadsNotTheMount) {
       if (fs::file_size(*tmp_ / ("src/" + key)) == 0) continue;  // nothing to read, no request
       std::string bytes;
       if (shard == "media/pack-0001.zip") {
-        EXPECT_EQ(ReadAll(Mnt() + "/" + key, &bytes), EIO) << key;
+        EXPECT_EQ(testing::ReadWithErrno(Mnt() + "/" + key, &bytes), EIO) << key;
         ++failed;
       } else {
-        ASSERT_EQ(ReadAll(Mnt() + "/" + key, &bytes), 0) << key;
+        ASSERT_EQ(testing::ReadWithErrno(Mnt() + "/" + key, &bytes), 0) << key;
         EXPECT_TRUE(bytes == testing::ReadFile(*tmp_ / ("src/" + key))) << key;
         ++served;
       }
@@ -338,7 +320,7 @@ TEST_F(RemoteMountTest, ReplacedShardsFailWithEioOthersStillServe) {
   }
   ASSERT_GE(same_size_files.size(), 2u);
   std::string first;
-  ASSERT_EQ(ReadAll(Mnt() + "/" + same_size_files[0], &first), 0);
+  ASSERT_EQ(testing::ReadWithErrno(Mnt() + "/" + same_size_files[0], &first), 0);
   EXPECT_TRUE(first == testing::ReadFile(*tmp_ / ("src/" + same_size_files[0])));
   const std::string grown_file = dir + "/" + grown_shard.substr(grown_shard.find('/') + 1);
   const std::string same_file = dir + "/" + same_size_shard.substr(same_size_shard.find('/') + 1);
@@ -348,15 +330,15 @@ TEST_F(RemoteMountTest, ReplacedShardsFailWithEioOthersStillServe) {
   for (const auto& key : grown) {
     if (fs::file_size(*tmp_ / ("src/" + key)) == 0) continue;  // nothing to read, no request
     std::string bytes;
-    EXPECT_EQ(ReadAll(Mnt() + "/" + key, &bytes), EIO) << key;
+    EXPECT_EQ(testing::ReadWithErrno(Mnt() + "/" + key, &bytes), EIO) << key;
   }
   for (size_t i = 1; i < same_size_files.size(); ++i) {
     std::string bytes;
-    EXPECT_EQ(ReadAll(Mnt() + "/" + same_size_files[i], &bytes), EIO) << same_size_files[i];
+    EXPECT_EQ(testing::ReadWithErrno(Mnt() + "/" + same_size_files[i], &bytes), EIO) << same_size_files[i];
   }
   for (const auto& key : keep) {
     std::string bytes;
-    ASSERT_EQ(ReadAll(Mnt() + "/" + key, &bytes), 0) << key;
+    ASSERT_EQ(testing::ReadWithErrno(Mnt() + "/" + key, &bytes), 0) << key;
     EXPECT_TRUE(bytes == testing::ReadFile(*tmp_ / ("src/" + key))) << key;
   }
   const std::string errors = Errors(Mnt());

@@ -1,15 +1,16 @@
 // RemoteReader against nginx on loopback: a small member costs one GET however it is read; a
 // sequential read of a large member issues far fewer requests than its 128 KiB reads, also when
-// its 1 MiB reads arrive pairwise swapped (nothing fetched twice); a random
-// read fetches one block; a walk over small members in shard order (one reader or eight) costs a
-// request per part of its read-ahead, small members read out of order one exact request each,
-// and so do random reads inside a walk that has ended; concurrent readers of one member share one
-// GET; the memory bound holds; reads lent instead of copied are slices of the cached memory;
-// the disk cache serves a second reader with no GET, refetches damaged bytes (never serving
-// them), ignores crash leftovers in its extent log and entries of an object whose ETag changed,
-// and stays within its size bound; it maps its file for a splice only over extents checked in
-// this process. Requests are counted by the reader and by nginx's access log; bytes are always
-// compared with the file nginx serves.
+// its 1 MiB reads arrive pairwise swapped (nothing fetched twice); a random read fetches one
+// block; a walk over small members in shard order (one reader or eight) costs a request per part
+// of its read-ahead, small members read out of order one exact request each, and so do random
+// reads inside a walk that has ended; concurrent readers of one member share one GET; the
+// members after one reader's read in a walk are lent from memory with no request, and nothing is
+// lent beside eight readers' walk; the memory bound holds; reads lent instead of copied are
+// slices of the cached memory; the disk cache serves a second reader with no GET, refetches
+// damaged bytes (never serving them), ignores crash leftovers in its extent log and entries of
+// an object whose ETag changed, and stays within its size bound; it maps its file for a splice
+// only over extents checked in this process. Requests are counted by the reader and by nginx's
+// access log; bytes are always compared with the file nginx serves.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -216,6 +217,74 @@ TEST_F(RemoteCacheTest, AWalkByEightReadersOutOfOrderIsStillAWalk) {
   const RemoteReaderStats s = reader->stats();
   EXPECT_LE(s.requests, 40u) << s.requests;
   EXPECT_GE(s.walk_reads, kSmallCount * 9 / 10);  // a member may come before the one it follows
+}
+
+// The members after one reader's read are lent from what the walk's read-ahead holds, with no
+// request (Filesystem::ReadThrough pushes them), and they count as read by the walk.
+TEST_F(RemoteCacheTest, AWalkOfOneReaderLendsTheMembersItsReadAheadHolds) {
+  auto reader = NewReader();
+  auto src = Source(reader);
+  constexpr uint64_t kRead = 50;
+  constexpr uint64_t kReader = 7;  // a thread id
+  for (uint64_t i = 0; i < kRead; ++i) ReadMember(*src, i * kSmall, (i + 1) * kSmall);
+  uint64_t settled = 0;  // the read-ahead's requests done
+  for (int i = 0; i < 200 && reader->stats().requests != settled; ++i) {
+    settled = reader->stats().requests;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  // A reader lends once it was the last to ask kAlone (8) times in a row.
+  for (int i = 0; i < 7; ++i) EXPECT_FALSE(src->MayLendFollowers(kRead * kSmall, kReader)) << i;
+  ASSERT_TRUE(src->MayLendFollowers(kRead * kSmall, kReader));
+  const uint64_t shared = reader->stats().walk_lend_shared;  // those 7
+  EXPECT_EQ(shared, 7u);
+  for (uint64_t i = kRead; i < kRead + 10; ++i) {
+    std::vector<Extent> out;
+    ASSERT_TRUE(src->LendCachedMember(i * kSmall, (i + 1) * kSmall, &out)) << i;
+    std::string got;
+    for (const Extent& e : out) got.append(reinterpret_cast<const char*>(e->data()), e->size());
+    EXPECT_TRUE(got == bytes_.substr(i * kSmall, kSmall)) << i;
+  }
+  RemoteReaderStats s = reader->stats();
+  EXPECT_EQ(s.requests, settled);
+  EXPECT_EQ(s.walk_lent, 10u);
+  // Past the read-ahead (4 MiB beyond the last read): not held, nothing lent, nothing fetched.
+  std::vector<Extent> none;
+  EXPECT_FALSE(src->LendCachedMember((kSmallCount - 2) * kSmall, (kSmallCount - 1) * kSmall,
+                                     &none));
+  EXPECT_TRUE(none.empty());
+  // The read after the lent members goes on with the walk.
+  ReadMember(*src, (kRead + 10) * kSmall, (kRead + 11) * kSmall);
+  s = reader->stats();
+  EXPECT_EQ(s.walk_reads, kRead - 3 + 1);
+  EXPECT_EQ(s.walk_lend_shared, shared);
+  EXPECT_TRUE(src->MayLendFollowers((kRead + 11) * kSmall, kReader));
+  // Another reader's read of the walk: nothing lent to either until one of them has asked 8
+  // times in a row.
+  EXPECT_FALSE(src->MayLendFollowers((kRead + 11) * kSmall, kReader + 1));
+  EXPECT_FALSE(src->MayLendFollowers((kRead + 11) * kSmall, kReader));
+  EXPECT_EQ(reader->stats().walk_lend_shared, shared + 2);
+}
+
+// Eight readers walking one object, taking its members in turn: nothing is lent beside their
+// reads (they read those members themselves before a push could land).
+TEST_F(RemoteCacheTest, AWalkOfEightReadersLendsNothing) {
+  auto reader = NewReader();
+  auto src = Source(reader);
+  int lent = 0;
+  for (uint64_t i = 0; i < kSmallCount; ++i) {
+    ReadMember(*src, i * kSmall, (i + 1) * kSmall);
+    lent += src->MayLendFollowers((i + 1) * kSmall, 100 + i % 8);  // reader i % 8 reads it
+  }
+  EXPECT_EQ(lent, 0);
+  EXPECT_GT(reader->stats().walk_lend_shared, kSmallCount / 2);
+  // Reads in no order at all are no walk: nothing to lend either.
+  auto other = NewReader();
+  auto src2 = Source(other);
+  for (uint64_t k = 0; k < 100; ++k) {
+    const uint64_t i = k * 37 % kSmallCount;
+    ReadMember(*src2, i * kSmall, (i + 1) * kSmall);
+    EXPECT_FALSE(src2->MayLendFollowers((i + 1) * kSmall, 1)) << i;
+  }
 }
 
 TEST_F(RemoteCacheTest, SmallMembersReadOutOfOrderCostOneExactRequestEach) {

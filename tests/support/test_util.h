@@ -48,6 +48,9 @@ RunResult Run(const std::vector<std::string>& argv, const std::string& stdin_tex
 RunResult Sh(const std::string& command);
 
 std::string ReadFile(const std::string& path);
+// Reads a whole file with open(2) and read(2) (as a program reading a mount does) into *out;
+// returns the errno of the first failure (e.g. EIO from a mount), 0 on success.
+int ReadWithErrno(const std::string& path, std::string* out);
 void WriteFile(const std::string& path, const std::string& content);  // creates parent dirs
 std::vector<uint8_t> ReadBytes(const std::string& path);
 // Lowercase hex SHA-256 of a file's contents (via `sha256sum`).

@@ -85,7 +85,7 @@ class FollowerClaimsTest : public ::testing::Test {
     uint64_t dir = 0;
     auto got = fs_->ReadThrough(
         ino_[i], 0, files_[i].size(), 1 << 20, SIZE_MAX, [](uint64_t) { return true; }, claims,
-        &scratch, &followers, &dir);
+        0, &scratch, &followers, &dir);
     EXPECT_TRUE(got.ok()) << got.status().ToString();
     if (!got.ok()) return {};
     EXPECT_EQ(std::string(got->bytes.begin(), got->bytes.end()), files_[i]);

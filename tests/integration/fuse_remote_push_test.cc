@@ -1,0 +1,181 @@
+// Real mounts of a pack set nginx serves: a listed directory read in shard order (`cp -r`, a
+// loader walking its files) has the files that follow each READ pushed into the kernel's page
+// cache from what the remote walk's read-ahead fetched already (fuse/push.h, "Remote shards"):
+// every file's bytes, far fewer READs than -o nopush and no more GETs; 8 readers taking the
+// files in turn get every byte right, with little pushed (they would race it); a follower whose
+// bytes on the server were damaged (its ETag kept) is not pushed, and its own read fails with
+// EIO while its neighbours read right.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/mount_util.h"
+#include "tests/support/remote_fixture.h"
+#include "tests/support/test_util.h"
+
+namespace packfs {
+namespace {
+
+using testing::Mount;
+
+constexpr int kFiles = 500;
+
+std::string Name(int i) {
+  char name[16];
+  std::snprintf(name, sizeof name, "f%04d", i);
+  return name;
+}
+
+class RemotePushTest : public testing::FreshServedSetTest {
+ protected:
+  RemotePushTest() : FreshServedSetTest("64M") {}
+  // One directory of small files (1-6 KiB), all in one shard, in name order.
+  void WriteTree() override {
+    for (int i = 0; i < kFiles; ++i) {
+      const size_t size = 1024 + (static_cast<size_t>(i) * 7919) % (5 * 1024);
+      testing::WriteFile(tmp_ / ("src/walk/" + Name(i)),
+                         testing::RandomBytes(size, static_cast<uint64_t>(i) + 1));
+    }
+  }
+  std::string Mnt() const { return tmp_ / "mnt"; }
+  std::vector<std::string> Args(bool push) const {
+    std::vector<std::string> a = {"--cache-dir", tmp_ / "cat"};
+    if (!push) a.insert(a.end(), {"-o", "nopush"});
+    return a;
+  }
+  // The shard's path as nginx logs it ("/media/pack-0000.zip").
+  std::string ShardUri() const {
+    const std::string url =
+        testing::XattrText(Mnt() + "/walk/" + Name(0), "user.packfs.shard");
+    return url.empty() ? "" : url.substr(server_->url().size());
+  }
+  // Lists walk/ (the kernel then holds every file's inode, as after `ls` or a loader's scan).
+  void List() const {
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(Mnt() + "/walk")) {
+      n += e.is_regular_file();
+    }
+    ASSERT_EQ(n, kFiles);
+  }
+  // Reads walk/ in name order with `readers` threads taking the files in turn; every file
+  // whose read fails or whose bytes differ from the source, but `bad` (expected to fail with
+  // EIO), is a failure.
+  void ReadInOrder(int readers, int bad = -1) const {
+    std::atomic<int> next{0};
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> threads;
+    std::vector<int> errs(kFiles, 0);
+    for (int t = 0; t < readers; ++t) {
+      threads.emplace_back([&] {
+        std::string got;
+        for (int i = next++; i < kFiles; i = next++) {
+          errs[i] = testing::ReadWithErrno(Mnt() + "/walk/" + Name(i), &got);
+          if (errs[i] == 0 && got != testing::ReadFile(tmp_ / ("src/walk/" + Name(i)))) {
+            ++wrong;
+          }
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(wrong.load(), 0) << "files read with wrong bytes";
+    for (int i = 0; i < kFiles; ++i) {
+      if (i == bad) {
+        EXPECT_EQ(errs[i], EIO) << Name(i) << " was damaged on the server";
+      } else {
+        EXPECT_EQ(errs[i], 0) << Name(i);
+      }
+    }
+  }
+  struct Pass {
+    uint64_t reads = 0;
+    uint64_t gets = 0;
+    int pushed = 0;
+    uint64_t lent = 0;
+  };
+  // Mounts, lists walk/, reads it in order with one reader; what that cost.
+  Pass OnePass(bool push) {
+    Pass p;
+    Mount m({server_->url() + "/media"}, Mnt(), Args(push));
+    EXPECT_TRUE(m.ok()) << m.result().err;
+    if (!m.ok()) return p;
+    const std::string uri = ShardUri();
+    EXPECT_FALSE(uri.empty());
+    List();
+    const uint64_t reads0 = testing::MountStats(Mnt())["requests"]["read"].get<uint64_t>();
+    const size_t gets0 = server_->SettledRequests(uri);
+    ReadInOrder(1);
+    const nlohmann::json pushed = testing::SettledPush(Mnt());
+    const nlohmann::json s = testing::MountStats(Mnt());
+    p.reads = s["requests"]["read"].get<uint64_t>() - reads0;
+    p.gets = server_->SettledRequests(uri) - gets0;
+    p.pushed = pushed.value("files", 0);
+    p.lent = s["remote_cache"]["walk_lent"].get<uint64_t>();
+    return p;
+  }
+};
+
+// One reader in name order after a listing: once the directory is ready (15% read), each READ
+// pushes the files after it that the walk's read-ahead holds; the rest send no READ, and the
+// pushes cost no GET.
+TEST_F(RemotePushTest, AListedDirectoryReadInOrderIsPushedFromTheWalksReadAhead) {
+  const Pass pushed = OnePass(true);
+  const Pass nopush = OnePass(false);
+  std::printf("READs %llu / %llu, GETs %llu / %llu, pushed %d, lent %llu (push / nopush)\n",
+              static_cast<unsigned long long>(pushed.reads),
+              static_cast<unsigned long long>(nopush.reads),
+              static_cast<unsigned long long>(pushed.gets),
+              static_cast<unsigned long long>(nopush.gets), pushed.pushed,
+              static_cast<unsigned long long>(pushed.lent));
+  EXPECT_EQ(nopush.reads, static_cast<uint64_t>(kFiles));
+  EXPECT_EQ(nopush.pushed, 0);
+  EXPECT_GT(pushed.pushed, kFiles / 2);
+  EXPECT_GE(pushed.lent, static_cast<uint64_t>(pushed.pushed));
+  EXPECT_LT(pushed.reads, static_cast<uint64_t>(kFiles / 2));
+  EXPECT_LE(pushed.gets, nopush.gets + 2) << "pushing must not fetch more";
+  EXPECT_LT(pushed.gets, static_cast<uint64_t>(kFiles / 10)) << "a walk costs a GET per part";
+}
+
+// 8 readers taking the files in turn (a loader that does not shuffle): every byte right, and
+// little is pushed: each reader reads the files after its own read before a push could land, so
+// the walk lends only where one reader asked 8 times in a row (RemoteReader::WalkAlone).
+TEST_F(RemotePushTest, EightReadersInShardOrderReadEveryByte) {
+  Mount m({server_->url() + "/media"}, Mnt(), Args(true));
+  ASSERT_TRUE(m.ok()) << m.result().err;
+  List();
+  ReadInOrder(8);
+  const nlohmann::json pushed = testing::SettledPush(Mnt());
+  EXPECT_LT(pushed.value("files", 0), kFiles / 4) << pushed;
+  const nlohmann::json cache = testing::MountStats(Mnt())["remote_cache"];
+  EXPECT_GT(cache["walk_lend_shared"].get<uint64_t>(), 0u) << cache;
+}
+
+// A file whose bytes were damaged on the server (the ETag kept): the window that would bring it
+// checks its CRC-32 and leaves it out; its own read fails with EIO, its neighbours read right.
+TEST_F(RemotePushTest, ADamagedFollowerIsNotPushed) {
+  constexpr int kBad = 300;
+  uint64_t offset = 0;
+  {
+    Mount m({server_->url() + "/media"}, Mnt(), Args(true));
+    ASSERT_TRUE(m.ok()) << m.result().err;
+    offset = std::stoull(testing::XattrText(Mnt() + "/walk/" + Name(kBad),
+                                            "user.packfs.offset"));
+  }
+  ASSERT_TRUE(testing::FlipByteKeepingTimes(tmp_ / "www/media/pack-0000.zip", offset + 100));
+  Mount m({server_->url() + "/media"}, Mnt(), Args(true));
+  ASSERT_TRUE(m.ok()) << m.result().err;
+  List();
+  ReadInOrder(1, kBad);
+  const nlohmann::json pushed = testing::SettledPush(Mnt());
+  EXPECT_GT(pushed.value("files", 0), kFiles / 2) << pushed;
+}
+
+}  // namespace
+}  // namespace packfs
