@@ -18,7 +18,8 @@ Patterns, each cold (every mount remade and the page cache dropped before every 
 bench/readfiles with 8 threads: "random" (a shuffled sample of --shared-sample files by path,
 another slice each repeat), "directory walk" (one directory's files in name order, as `cp -r`
 reads them, by path; another directory each repeat), "list + walk" (the same after listing the
-directory, as `cp -r` does; the listing counts in the time), "list + random" (the random sample
+directory, as `cp -r` does; the listing counts in the time), "list + walk, 1 reader" (the same
+with one thread, as `cp -r` itself reads), "list + random" (the random sample
 after listing every directory, as a loader that scans its data set first reads; the listing
 counts) and "find" (`find MNT | wc -l`).
 The proxy counts the requests of each pass (`delay_proxy.py --count`): requests per file
@@ -52,8 +53,12 @@ CHECK_FILES = 300  # files per contender compared byte for byte before measuring
 # kernel every inode, which is what lets packfs push a read's neighbours (fuse/push.h).
 # "list + random" is the random sample after listing every directory, as a loader that scans its
 # data set first (torchvision's ImageFolder) reads: no lookups, so no lookup hints.
-PATTERNS = ("random", "directory walk", "list + walk", "list + random", "find")
-LISTED = ("list + walk", "list + random")
+# "list + walk, 1 reader" is that walk by one thread, as `cp -r` itself reads: where the files
+# after a READ can be pushed before the reader asks for them (several readers taking a directory's
+# files in turn ask first).
+PATTERNS = ("random", "directory walk", "list + walk", "list + walk, 1 reader", "list + random",
+            "find")
+LISTED = ("list + walk", "list + walk, 1 reader", "list + random")
 SSHD = "/usr/sbin/sshd"
 
 
@@ -444,8 +449,8 @@ def http_contenders(args, work, d, srv, www):
 
 # --- passes -----------------------------------------------------------------------------------------
 
-def readfiles(args, cmd, budget, verify=None):
-    cmd = [os.path.join(args.build, "readfiles")] + cmd + ["--threads", "8", "--budget",
+def readfiles(args, cmd, budget, verify=None, threads=8):
+    cmd = [os.path.join(args.build, "readfiles")] + cmd + ["--threads", str(threads), "--budget",
                                                             str(budget)]
     if verify:
         cmd += ["--verify", verify]
@@ -492,12 +497,12 @@ def one_pass(args, c, lists, pattern, r, budget, srv_port=None, verify=None):
                          verify)
     if pattern == "find":
         return find_pass(c.root, budget)
-    if pattern == "list + walk":
+    if pattern.startswith("list + walk"):
         # As `cp -r DIR` does: list the directory, then read its files in name order; the
         # listing counts in the rate (readfiles --scan times it apart).
         d, names = lists.walk_dir(r)
         res = readfiles(args, ["--root", os.path.join(c.root, d), "--list", names, "--scan"],
-                        budget, verify)
+                        budget, verify, threads=1 if pattern.endswith("1 reader") else 8)
         return with_scan(res)
     if pattern == "list + random":
         # Every directory listed first (counted in the rate), then the random sample by path.

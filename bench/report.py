@@ -777,6 +777,7 @@ def shared_section(rows, L):
               f"shuffled order; directory walk = one directory ({meta['dir_files']} files) in "
               "name order, by path; list + walk = the same after listing the directory, as "
               "`cp -r` does (the listing counted in the rate; raw reads have nothing to list); "
+              "list + walk, 1 reader = the same by one thread, as `cp -r` itself reads; "
               "list + random = the random files after listing every directory, as a loader that "
               "scans its data set first reads (the listing counted); "
               "find = `find MNT | wc -l`. Requests = client chunks the proxy held "
@@ -799,7 +800,8 @@ def shared_section(rows, L):
         head += ["packfs -o nopush files/s", "packfs / nopush"]
     L += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for g in groups:
-        for pattern in ("random", "directory walk", "list + walk", "list + random"):
+        for pattern in ("random", "directory walk", "list + walk", "list + walk, 1 reader",
+                        "list + random"):
             cells, rates, reqs = [g, pattern], {}, []
             for role in ("loose", "packfs", "raw", "local", "ring", "nopush"):
                 rs = runs.get((g, pattern, names.get((g, role))), [])
