@@ -500,10 +500,11 @@ Result<std::span<const uint8_t>> PackSet::ReadThroughCached(
         buf.subspan(f.local_header_offset - begin, f.data_offset + f.size - f.local_header_offset);
     size_t filled = 0;
     for (const Extent& e : lent) {
+      if (e->size() > member.size() - filled) break;
       std::memcpy(member.data() + filled, e->data(), e->size());
       filled += e->size();
     }
-    if (filled != member.size()) break;
+    if (filled != member.size()) break;  // (not what was asked: left to its own READ)
     if (!impl_->Checked(f.id) &&
         !CheckMemberAgainst(f, PrefetchedSource(src, f.local_header_offset, member)).ok()) {
       continue;

@@ -2,9 +2,9 @@
 // loader walking its files) has the files that follow each READ pushed into the kernel's page
 // cache from what the remote walk's read-ahead fetched already (fuse/push.h, "Remote shards"):
 // every file's bytes, far fewer READs than -o nopush and no more GETs; 8 readers taking the
-// files in turn get every byte right, with little pushed (they would race it); a follower whose
-// bytes on the server were damaged (its ETag kept) is not pushed, and its own read fails with
-// EIO while its neighbours read right.
+// files in turn get every byte right, their READs refused followers (they would race the push);
+// a follower whose bytes on the server were damaged (its ETag kept) is not pushed, and its own
+// read fails with EIO while its neighbours read right.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -144,17 +144,19 @@ TEST_F(RemotePushTest, AListedDirectoryReadInOrderIsPushedFromTheWalksReadAhead)
 }
 
 // 8 readers taking the files in turn (a loader that does not shuffle): every byte right, and
-// little is pushed: each reader reads the files after its own read before a push could land, so
-// the walk lends only where one reader asked 8 times in a row (RemoteReader::WalkAlone).
+// the READs are refused followers: each reader reads the files after its own read before a push
+// could land, so the walk lends only where one reader asked 8 times in a row
+// (RemoteReader::WalkAlone).
 TEST_F(RemotePushTest, EightReadersInShardOrderReadEveryByte) {
   Mount m({server_->url() + "/media"}, Mnt(), Args(true));
   ASSERT_TRUE(m.ok()) << m.result().err;
   List();
   ReadInOrder(8);
-  const nlohmann::json pushed = testing::SettledPush(Mnt());
-  EXPECT_LT(pushed.value("files", 0), kFiles / 4) << pushed;
+  // Past the directory's first 15%, nearly every READ asks to lend and is refused (measured:
+  // 424-425 of 425, nothing pushed).
+  testing::SettledPush(Mnt());
   const nlohmann::json cache = testing::MountStats(Mnt())["remote_cache"];
-  EXPECT_GT(cache["walk_lend_shared"].get<uint64_t>(), 0u) << cache;
+  EXPECT_GE(cache["walk_lend_shared"].get<uint64_t>(), static_cast<uint64_t>(kFiles / 2)) << cache;
 }
 
 // A file whose bytes were damaged on the server (the ETag kept): the window that would bring it
