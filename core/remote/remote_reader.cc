@@ -304,6 +304,7 @@ bool RemoteReader::Walking(const std::string& key, uint64_t begin, uint64_t end)
   }
   Walk& w = it->second;
   w.last_use = ++stream_clock_;
+  w.last_time = std::chrono::steady_clock::now();
   bool adjacent = false;
   size_t neighbours = 0;
   for (size_t i = 0; i < w.recent_n; ++i) {
@@ -334,6 +335,27 @@ bool RemoteReader::Walking(const std::string& key, uint64_t begin, uint64_t end)
   w.recent_at = (w.recent_at + 1) % Walk::kRecent;
   w.recent_n = std::min(w.recent_n + 1, Walk::kRecent);
   return walked;
+}
+
+uint64_t RemoteReader::WalkWindow(const std::string& key) {
+  std::lock_guard<std::mutex> lock(streams_mu_);
+  auto it = walks_.find(key);
+  if (it == walks_.end()) return options_.walk_window;
+  const Walk& w = it->second;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - walks_counted_at_ > std::chrono::milliseconds(100)) {
+    walks_counted_at_ = now;
+    active_walks_ = 0;
+    for (const auto& [k, other] : walks_) {
+      active_walks_ += other.walk_end > other.walk_begin &&
+                       now - other.last_time < std::chrono::seconds(1);
+    }
+  }
+  const uint64_t cap = WindowCapLocked(active_streams_ + std::max<uint64_t>(active_walks_, 1));
+  const uint64_t stretch = w.walk_end > w.walk_begin ? w.walk_end - w.walk_begin : 0;
+  uint64_t window = options_.walk_window;
+  while (window * 2 <= std::min(cap, stretch)) window *= 2;
+  return window;
 }
 
 bool RemoteReader::WalkAlone(const std::string& key, uint64_t begin, uint64_t reader) {
@@ -455,7 +477,7 @@ Status RemoteReader::LendFromMemory(const std::shared_ptr<const RangeFetcher>& o
   const std::string key = BlockKey(*object);
   // A walk reads ahead across members, up to the object's end; a large member within itself.
   if (walk) ++walk_reads_;
-  const uint64_t window = walk     ? options_.walk_window
+  const uint64_t window = walk     ? WalkWindow(object->cache_key())
                           : member ? Window(object->cache_key(), member_begin, offset, n)
                                    : 0;
   const uint64_t limit = walk ? size : member_end;
