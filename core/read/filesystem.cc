@@ -478,7 +478,8 @@ Result<ReadReply> Filesystem::ReadThrough(
   // The last wanted inode among the next siblings bounds the catalog query; none wanted, none made.
   const uint64_t last_candidate = std::min(ino + kMaxFollowers, max_ino());
   uint64_t last_wanted = 0;
-  if (in_dir(file.parent) && src.set->MayBringFollowers(src.node, reader)) {
+  // The source first: a remote walk that lends nothing now (several readers) needs no more.
+  if (src.set->MayBringFollowers(src.node, reader) && in_dir(file.parent)) {
     for (uint64_t i = ino + 1; i <= last_candidate; ++i) {
       if (claims.Wanted(i)) last_wanted = i;
     }

@@ -196,8 +196,8 @@ class Filesystem {
     uint64_t ino = 0;
     std::span<const uint8_t> data;
   };
-  // `in_dir(dir)` is asked once, with the file's directory (also stored in `*dir`): false means
-  // no followers this time. `reader` names who reads (a FUSE request's thread id; 0: none):
+  // `in_dir(dir)` is asked at most once, with the file's directory (also stored in `*dir`), and
+  // only when the shard could bring followers now: false means no followers this time. `reader` names who reads (a FUSE request's thread id; 0: none):
   // a remote shard lends followers only to a walk one reader makes (RemoteReader::WalkAlone).
   Result<ReadReply> ReadThrough(
       uint64_t ino, uint64_t offset, size_t size, uint64_t window, size_t zero_copy_min,
