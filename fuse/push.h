@@ -103,17 +103,19 @@
 //
 // Remote shards (http://, s3://): a window there must not fetch files nobody asked for, so it
 // brings only the followers whose bytes the remote reader's memory holds already: a walk over a
-// shard (core/remote/remote_reader.h) reads 4 MiB ahead of its reads, and what it fetched is
-// pushed beside the next READ instead of waiting for a READ of its own (no GET of its own; the
-// pushed files count as read by the walk, so the READ after them goes on with it). Only for a
-// walk one reader makes (the FUSE request's thread id, the last 8 of the walk's READs that asked
-// from the same thread): several readers taking a shard's files in turn read the files after a
-// READ themselves before the push lands (the local "Readers in shard order" above), and pushing
-// there only costs CPU. Measured (nginx behind a 5 ms proxy, 1,000 files of 4-32 KiB listed and
-// read in name order, fresh mount and dropped caches each pass, interleaved rounds, 2026-12-06):
-// 1 reader 11.8-13.1k files/s against 8.1-11.1k with -o nopush (4 rounds; 0.2-0.4 READs a file
-// instead of 1, the same GETs); 8 readers 14.3-18.0k against 14.3-16.4k, where pushing every
-// window regardless read 11.6-16.2k (4 rounds, 0.9-1.0 READs a file with 500 files pushed).
+// shard (core/remote/remote_reader.h) reads 4 MiB and more ahead of its reads, and what it
+// fetched is pushed beside the next READ instead of waiting for a READ of its own (no GET of its
+// own; the pushed files count as read by the walk, so the READ after them goes on with it). Only
+// for a walk one reader makes (the FUSE request's thread id, the last 8 of the walk's READs that
+// asked from the same thread): several readers taking a shard's files in turn read the files
+// after a READ themselves before the push lands (the local "Readers in shard order" above), and
+// pushing there only costs CPU. (On a loaded machine one of several readers may get 8 READs in
+// a row while the others wait for a CPU, and be lent to: seen once in a test run under ctest
+// -j2.) Measured (nginx behind a 5 ms proxy, 1,000 files of 4-32 KiB listed and read in name
+// order, fresh mount and dropped caches each pass, interleaved rounds, 2026-12-06): 1 reader
+// 11.8-13.1k files/s against 8.1-11.1k with -o nopush (4 rounds; 0.2-0.5 READs a file instead
+// of 1, the same GETs); 8 readers 14.3-18.0k against 14.3-16.4k, where pushing every window
+// regardless read 11.6-16.2k (4 rounds, 0.9-1.0 READs a file with 500 files pushed).
 //
 // Threads: the constructor starts the push threads, StartWalks the walk thread, StartLists the
 // list thread; Stop (or the destructor) drains nothing more, wakes them and joins the push and
