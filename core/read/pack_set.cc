@@ -453,20 +453,14 @@ Result<std::span<const uint8_t>> PackSet::ReadThrough(
   PrefetchedSource prefetched(*src, begin, bytes);
   if (!file_checked) PACKFS_RETURN_IF_ERROR(CheckMemberAgainst(file, prefetched));
   if (got < file_end - begin) {
-    return Status::Stale(ShardRefPath(file.shard) + ": short read of member data at offset " +
-                         std::to_string(at) + " (the shard shrank?); " + impl_->refresh_hint);
+    return ShortRead(file, at);
   }
-  // Tar members carry no CRC-32; zip members' bytes are checked here, as they may never be
-  // asked for again.
-  Result<const ShardInfo*> shard_info = catalog_->Shard(file.shard);
-  const bool has_crc = !shard_info.ok() || ShardFormatOf((*shard_info)->name) != ShardFormat::kTar;
+  const bool has_crc = HasCrc(file.shard);
   for (size_t i = 0; i < followers.size(); ++i) {
     const Node& f = followers[i];
     if (f.data_offset + f.size > begin + got) break;
-    if (!impl_->Checked(f.id) && !CheckMemberAgainst(f, prefetched).ok()) continue;
     std::span<const uint8_t> data = bytes.subspan(f.data_offset - begin, f.size);
-    if (has_crc && Crc32(0, data.data(), data.size()) != f.crc32) continue;
-    (*out)[i] = data;
+    if (FollowerIntact(f, prefetched, data, has_crc)) (*out)[i] = data;
   }
   return bytes.subspan(at - begin, file_end - at);
 }
@@ -482,14 +476,12 @@ Result<std::span<const uint8_t>> PackSet::ReadThroughCached(
   PACKFS_ASSIGN_OR_RETURN(size_t got,
                           src.ReadMemberAt(file.local_header_offset, file_end, begin, head));
   if (got != head.size()) {
-    return Status::Stale(ShardRefPath(file.shard) + ": short read of member data at offset " +
-                         std::to_string(at) + " (the shard shrank?); " + impl_->refresh_hint);
+    return ShortRead(file, at);
   }
   if (!impl_->Checked(file.id)) {
     PACKFS_RETURN_IF_ERROR(CheckMemberAgainst(file, PrefetchedSource(src, begin, head)));
   }
-  Result<const ShardInfo*> shard_info = catalog_->Shard(file.shard);
-  const bool has_crc = !shard_info.ok() || ShardFormatOf((*shard_info)->name) != ShardFormat::kTar;
+  const bool has_crc = HasCrc(file.shard);
   // Then the followers the shard holds in memory now, in order, up to the first it does not.
   std::vector<Extent> lent;
   for (size_t i = 0; i < followers.size(); ++i) {
@@ -505,15 +497,28 @@ Result<std::span<const uint8_t>> PackSet::ReadThroughCached(
       filled += e->size();
     }
     if (filled != member.size()) break;  // (not what was asked: left to its own READ)
-    if (!impl_->Checked(f.id) &&
-        !CheckMemberAgainst(f, PrefetchedSource(src, f.local_header_offset, member)).ok()) {
-      continue;
-    }
     std::span<const uint8_t> data = member.subspan(f.data_offset - f.local_header_offset);
-    if (has_crc && Crc32(0, data.data(), data.size()) != f.crc32) continue;
-    (*out)[i] = data;
+    if (FollowerIntact(f, PrefetchedSource(src, f.local_header_offset, member), data, has_crc)) {
+      (*out)[i] = data;
+    }
   }
   return std::span<const uint8_t>(head.subspan(at - begin));
+}
+
+Status PackSet::ShortRead(const Node& file, uint64_t at) const {
+  return Status::Stale(ShardRefPath(file.shard) + ": short read of member data at offset " +
+                       std::to_string(at) + " (the shard shrank?); " + impl_->refresh_hint);
+}
+
+bool PackSet::HasCrc(uint32_t shard) const {
+  Result<const ShardInfo*> info = catalog_->Shard(shard);
+  return !info.ok() || ShardFormatOf((*info)->name) != ShardFormat::kTar;
+}
+
+bool PackSet::FollowerIntact(const Node& follower, const ShardSource& seen,
+                             std::span<const uint8_t> data, bool has_crc) const {
+  if (!impl_->Checked(follower.id) && !CheckMemberAgainst(follower, seen).ok()) return false;
+  return !has_crc || Crc32(0, data.data(), data.size()) == follower.crc32;
 }
 
 Status PackSet::CheckMemberAgainst(const Node& file, const ShardSource& shard) const {
@@ -544,10 +549,6 @@ Result<std::span<const uint8_t>> PackSet::ReadCopy(const Node& file, uint64_t of
     PACKFS_ASSIGN_OR_RETURN(src, OpenShard(file.shard));
   }
   const uint64_t at = file.data_offset + offset;
-  auto short_read = [&]() {
-    return Status::Stale(ShardRefPath(file.shard) + ": short read of member data at offset " +
-                         std::to_string(at) + " (the shard shrank?); " + impl_->refresh_hint);
-  };
   // The member's bytes, local header included (raw members have none: data_offset is 0).
   const uint64_t member_end = file.data_offset + file.size;
   const bool checked = raw_members_ || impl_->Checked(file.id);
@@ -557,7 +558,7 @@ Result<std::span<const uint8_t>> PackSet::ReadCopy(const Node& file, uint64_t of
         into.size() >= n && FastCopy(at, into.data()) ? into.first(n) : PageMatched(scratch, at, n);
     PACKFS_ASSIGN_OR_RETURN(size_t got,
                             src->ReadMemberAt(file.local_header_offset, member_end, at, buf));
-    if (got != n) return short_read();
+    if (got != n) return ShortRead(file, at);
     return std::span<const uint8_t>(buf);
   }
   // First read of this member, close to its start: one pread covers the local header and the
@@ -570,7 +571,7 @@ Result<std::span<const uint8_t>> PackSet::ReadCopy(const Node& file, uint64_t of
                                                         file.local_header_offset, buf));
   PrefetchedSource prefetched(*src, file.local_header_offset, buf.first(got));
   PACKFS_RETURN_IF_ERROR(CheckMemberAgainst(file, prefetched));
-  if (got != total) return short_read();
+  if (got != total) return ShortRead(file, at);
   return std::span<const uint8_t>(buf.subspan(head, n));
 }
 
@@ -590,8 +591,7 @@ Result<std::optional<size_t>> PackSet::Lend(const Node& file, uint64_t offset, s
       (*open)->LendMemberAt(file.local_header_offset, file.data_offset + file.size, at, n, out));
   if (got && *got != n) {
     out->resize(before);
-    return Status::Stale(ShardRefPath(file.shard) + ": short read of member data at offset " +
-                         std::to_string(at) + " (the shard shrank?); " + impl_->refresh_hint);
+    return ShortRead(file, at);
   }
   return got;
 }

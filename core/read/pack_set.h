@@ -171,6 +171,15 @@ class PackSet {
   Result<std::span<const uint8_t>> ReadThroughCached(
       const Node& file, uint64_t offset, std::span<const Node> followers, const ShardSource& src,
       uint64_t begin, std::span<uint8_t> buf, std::vector<std::span<const uint8_t>>* out) const;
+  // Stale: a short read of `file`'s member data at shard offset `at` (the shard shrank?).
+  Status ShortRead(const Node& file, uint64_t at) const;
+  // Whether members of `shard` carry a CRC-32 (zip: yes; tar: no).
+  bool HasCrc(uint32_t shard) const;
+  // Whether a follower whose bytes are `data` (as `seen` holds them, local header included) may
+  // be pushed: its local header matches the catalog (checked once) and, with `has_crc`, its
+  // CRC-32 does. Followers are checked here as they may never be asked for again.
+  bool FollowerIntact(const Node& follower, const ShardSource& seen,
+                      std::span<const uint8_t> data, bool has_crc) const;
   // Checks the local header of `file` as `src` (the shard, or bytes already read from it) shows
   // it, and remembers success.
   Status CheckMemberAgainst(const Node& file, const ShardSource& src) const;
