@@ -34,12 +34,14 @@ class ShardSource {
   virtual Result<size_t> ReadAt(uint64_t offset, std::span<uint8_t> buf) const = 0;
   // ReadAt for a read that belongs to one member whose bytes (local header included) are
   // [member_begin, member_end) of this source; offset and buf lie within them. Lets a remote
-  // source fetch a small member whole and detect sequential reads of a large one. The default
-  // ignores the member and calls ReadAt. Thread-safe.
+  // source fetch a small member whole and detect sequential reads of a large one. `run_end`:
+  // where the run of members that the member's directory has in this source ends (its last
+  // member's end; 0 when unknown): a walk over the members that starts in that run reads ahead
+  // no further until it has gone past it (RemoteReader). The default ignores the member and
+  // calls ReadAt. Thread-safe.
   virtual Result<size_t> ReadMemberAt(uint64_t member_begin, uint64_t member_end, uint64_t offset,
-                                      std::span<uint8_t> buf) const {
-    (void)member_begin;
-    (void)member_end;
+                                      std::span<uint8_t> buf, uint64_t run_end = 0) const {
+    (void)member_begin, (void)member_end, (void)run_end;
     return ReadAt(offset, buf);
   }
   // ReadMemberAt without a copy, for sources that hold the bytes in memory anyway (a remote
@@ -48,8 +50,9 @@ class ShardSource {
   // memory (the default: read with ReadMemberAt). The extents keep their memory alive.
   virtual Result<std::optional<size_t>> LendMemberAt(uint64_t member_begin, uint64_t member_end,
                                                      uint64_t offset, size_t length,
-                                                     std::vector<Extent>* out) const {
-    (void)member_begin, (void)member_end, (void)offset, (void)length, (void)out;
+                                                     std::vector<Extent>* out,
+                                                     uint64_t run_end = 0) const {
+    (void)member_begin, (void)member_end, (void)offset, (void)length, (void)out, (void)run_end;
     return std::optional<size_t>();
   }
   // Whether members after `offset` may be brought beside a read by `reader` (a thread id) now

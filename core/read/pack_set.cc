@@ -7,6 +7,7 @@
 #include <sys/vfs.h>
 
 #include <cstring>
+#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -41,6 +42,15 @@ struct PackSet::Impl {
 
   bool Checked(uint64_t id) const;
   void MarkChecked(uint64_t id);
+
+  // Per directory id, its last entry as RunEnd needs it: the shard and end of that file's bytes
+  // (no shard when the entry is a directory or unknown). At most 4096 directories.
+  struct LastEntry {
+    uint32_t shard = UINT32_MAX;
+    uint64_t end = 0;
+  };
+  std::mutex last_mu;
+  std::unordered_map<uint64_t, LastEntry> last_entries;
 };
 
 namespace {
@@ -382,6 +392,33 @@ void PackSet::Impl::MarkChecked(uint64_t id) {
   }
 }
 
+uint64_t PackSet::RunEnd(const Node& file) const {
+  std::optional<Impl::LastEntry> last;
+  {
+    std::lock_guard<std::mutex> lock(impl_->last_mu);
+    auto it = impl_->last_entries.find(file.parent);
+    if (it != impl_->last_entries.end()) last = it->second;
+  }
+  if (!last) {
+    // A directory's entries hold consecutive ids in name order. A hint only: a failed query
+    // leaves the run unknown rather than failing the read.
+    last = Impl::LastEntry{};
+    Result<std::optional<Node>> dir = catalog_->Get(file.parent);
+    if (dir.ok() && *dir && (*dir)->child_count > 0) {
+      Result<std::optional<Node>> entry =
+          catalog_->Get((*dir)->first_child + (*dir)->child_count - 1);
+      if (entry.ok() && *entry && !(*entry)->is_dir()) {
+        last->shard = (*entry)->shard;
+        last->end = (*entry)->data_offset + (*entry)->size;
+      }
+    }
+    std::lock_guard<std::mutex> lock(impl_->last_mu);
+    if (impl_->last_entries.size() >= 4096) impl_->last_entries.clear();
+    impl_->last_entries[file.parent] = *last;
+  }
+  return last->shard == file.shard && last->end >= file.data_offset + file.size ? last->end : 0;
+}
+
 Status PackSet::CheckMember(const Node& file) const {
   if (raw_members_ || impl_->Checked(file.id)) return Status::OK();
   PACKFS_ASSIGN_OR_RETURN(ShardLease src, OpenShard(file.shard));
@@ -473,8 +510,8 @@ Result<std::span<const uint8_t>> PackSet::ReadThroughCached(
   const uint64_t at = file.data_offset + offset;
   const uint64_t file_end = file.data_offset + file.size;
   const std::span<uint8_t> head = buf.first(static_cast<size_t>(file_end - begin));
-  PACKFS_ASSIGN_OR_RETURN(size_t got,
-                          src.ReadMemberAt(file.local_header_offset, file_end, begin, head));
+  PACKFS_ASSIGN_OR_RETURN(
+      size_t got, src.ReadMemberAt(file.local_header_offset, file_end, begin, head, RunEnd(file)));
   if (got != head.size()) {
     return ShortRead(file, at);
   }
@@ -551,13 +588,14 @@ Result<std::span<const uint8_t>> PackSet::ReadCopy(const Node& file, uint64_t of
   const uint64_t at = file.data_offset + offset;
   // The member's bytes, local header included (raw members have none: data_offset is 0).
   const uint64_t member_end = file.data_offset + file.size;
+  const uint64_t run_end = src->fd() < 0 ? RunEnd(file) : 0;  // (a hint for remote shards)
   const bool checked = raw_members_ || impl_->Checked(file.id);
   if (checked || file.local_header_offset > at || at - file.local_header_offset > kHeadedReadGap) {
     if (!checked) PACKFS_RETURN_IF_ERROR(CheckMemberAgainst(file, *src));
     const std::span<uint8_t> buf =
         into.size() >= n && FastCopy(at, into.data()) ? into.first(n) : PageMatched(scratch, at, n);
-    PACKFS_ASSIGN_OR_RETURN(size_t got,
-                            src->ReadMemberAt(file.local_header_offset, member_end, at, buf));
+    PACKFS_ASSIGN_OR_RETURN(
+        size_t got, src->ReadMemberAt(file.local_header_offset, member_end, at, buf, run_end));
     if (got != n) return ShortRead(file, at);
     return std::span<const uint8_t>(buf);
   }
@@ -568,7 +606,7 @@ Result<std::span<const uint8_t>> PackSet::ReadCopy(const Node& file, uint64_t of
   const size_t total = static_cast<size_t>(head) + n;
   const std::span<uint8_t> buf = PageMatched(scratch, file.local_header_offset, total);
   PACKFS_ASSIGN_OR_RETURN(size_t got, src->ReadMemberAt(file.local_header_offset, member_end,
-                                                        file.local_header_offset, buf));
+                                                        file.local_header_offset, buf, run_end));
   PrefetchedSource prefetched(*src, file.local_header_offset, buf.first(got));
   PACKFS_RETURN_IF_ERROR(CheckMemberAgainst(file, prefetched));
   if (got != total) return ShortRead(file, at);
@@ -588,7 +626,8 @@ Result<std::optional<size_t>> PackSet::Lend(const Node& file, uint64_t offset, s
   const size_t before = out->size();
   PACKFS_ASSIGN_OR_RETURN(
       std::optional<size_t> got,
-      (*open)->LendMemberAt(file.local_header_offset, file.data_offset + file.size, at, n, out));
+      (*open)->LendMemberAt(file.local_header_offset, file.data_offset + file.size, at, n, out,
+                            (*open)->fd() < 0 ? RunEnd(file) : 0));
   if (got && *got != n) {
     out->resize(before);
     return ShortRead(file, at);

@@ -171,6 +171,11 @@ class PackSet {
   Result<std::span<const uint8_t>> ReadThroughCached(
       const Node& file, uint64_t offset, std::span<const Node> followers, const ShardSource& src,
       uint64_t begin, std::span<uint8_t> buf, std::vector<std::span<const uint8_t>>* out) const;
+  // Where the run of members of `file`'s directory ends in its shard: the end of the bytes of the
+  // directory's last entry when that is a file in the same shard (at or past `file`'s end), else
+  // 0 (unknown). Read once per directory from the catalog, then remembered. Lets a remote walk
+  // read ahead to its directory's end and no further (ShardSource::ReadMemberAt).
+  uint64_t RunEnd(const Node& file) const;
   // Stale: a short read of `file`'s member data at shard offset `at` (the shard shrank?).
   Status ShortRead(const Node& file, uint64_t at) const;
   // Whether members of `shard` carry a CRC-32 (zip: yes; tar: no).

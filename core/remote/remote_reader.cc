@@ -288,7 +288,8 @@ uint64_t RemoteReader::Window(const std::string& key, uint64_t begin, uint64_t o
   return s.window;
 }
 
-bool RemoteReader::Walking(const std::string& key, uint64_t begin, uint64_t end) {
+bool RemoteReader::Walking(const std::string& key, uint64_t begin, uint64_t end,
+                           uint64_t run_end, uint64_t* reach) {
   // A neighbour starts where a recently read member ended, or ends where one began (a tar member
   // and the padding before the next: within 4 KiB). Readers in several threads hand members over
   // out of order, and one may be late by the time of a few others, so any of the last 16 members
@@ -309,7 +310,10 @@ bool RemoteReader::Walking(const std::string& key, uint64_t begin, uint64_t end)
   size_t neighbours = 0;
   for (size_t i = 0; i < w.recent_n; ++i) {
     const Walk::Member& m = w.recent[i];
-    if (m.begin == begin) return m.walked;
+    if (m.begin == begin) {
+      *reach = w.reach;
+      return m.walked;
+    }
     adjacent = adjacent || (begin >= m.end && begin <= m.end + kGap) ||
                (m.begin >= end && m.begin <= end + kGap);
     neighbours += m.neighbour;
@@ -324,13 +328,20 @@ bool RemoteReader::Walking(const std::string& key, uint64_t begin, uint64_t end)
   const bool behind = w.walk_end > w.walk_begin && begin + kGap >= w.walk_begin &&
                       begin <= w.walk_end + Slack();
   const bool walked = behind || (adjacent && neighbours >= 2);
+  // A walk reads ahead to the end of the directory it starts in (its run of members here): a
+  // reader done with that directory may go nowhere near the next one. Once it reads past that
+  // end, it is going through directory after directory (cp -r of a tree, a loader in shard
+  // order), and reads ahead to the object's end.
   if (walked && !behind) {
     w.walk_begin = begin;  // a walk (re)starts here
     w.walk_end = end;
+    w.reach = run_end > end ? run_end : 0;
   } else if (walked) {
     w.walk_begin = std::min(w.walk_begin, begin);
     w.walk_end = std::max(w.walk_end, end);
+    if (end > w.reach) w.reach = 0;
   }
+  *reach = w.reach;
   w.recent[w.recent_at] = Walk::Member{begin, end, adjacent, walked};
   w.recent_at = (w.recent_at + 1) % Walk::kRecent;
   w.recent_n = std::min(w.recent_n + 1, Walk::kRecent);
@@ -422,7 +433,7 @@ bool RemoteReader::LendCachedMember(const RangeFetcher& object, uint64_t member_
 
 Result<size_t> RemoteReader::Read(const std::shared_ptr<const RangeFetcher>& object,
                                   uint64_t member_begin, uint64_t member_end, uint64_t offset,
-                                  std::span<uint8_t> buf) {
+                                  std::span<uint8_t> buf, uint64_t run_end) {
   const uint64_t size = object->size();
   if (offset >= size || buf.empty()) return size_t{0};
   const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - offset));
@@ -433,7 +444,8 @@ Result<size_t> RemoteReader::Read(const std::shared_ptr<const RangeFetcher>& obj
     return n;
   }
   std::vector<Extent> pieces;
-  PACKFS_RETURN_IF_ERROR(LendFromMemory(object, member_begin, member_end, offset, n, &pieces));
+  PACKFS_RETURN_IF_ERROR(
+      LendFromMemory(object, member_begin, member_end, offset, n, run_end, &pieces));
   size_t done = 0;
   for (const Extent& e : pieces) {
     std::memcpy(buf.data() + done, e->data(), e->size());
@@ -444,25 +456,27 @@ Result<size_t> RemoteReader::Read(const std::shared_ptr<const RangeFetcher>& obj
 
 Result<std::optional<size_t>> RemoteReader::Lend(
     const std::shared_ptr<const RangeFetcher>& object, uint64_t member_begin,
-    uint64_t member_end, uint64_t offset, size_t length, std::vector<Extent>* out) {
+    uint64_t member_end, uint64_t offset, size_t length, std::vector<Extent>* out,
+    uint64_t run_end) {
   // With a disk cache, bytes it holds are read from it (Read), not lent from memory.
   if (disk_ && object->persistent()) return std::optional<size_t>();
   const uint64_t size = object->size();
   if (offset >= size || length == 0) return std::optional<size_t>(0);
   const size_t n = static_cast<size_t>(std::min<uint64_t>(length, size - offset));
-  PACKFS_RETURN_IF_ERROR(LendFromMemory(object, member_begin, member_end, offset, n, out));
+  PACKFS_RETURN_IF_ERROR(LendFromMemory(object, member_begin, member_end, offset, n, run_end, out));
   return std::optional<size_t>(n);
 }
 
 Status RemoteReader::LendFromMemory(const std::shared_ptr<const RangeFetcher>& object,
                                     uint64_t member_begin, uint64_t member_end, uint64_t offset,
-                                    size_t n, std::vector<Extent>* out) {
+                                    size_t n, uint64_t run_end, std::vector<Extent>* out) {
   const uint64_t size = object->size();
   const bool member = member_end > member_begin && member_end <= size &&
                       offset >= member_begin && offset + n <= member_end;
   const bool small = member && member_end - member_begin <= options_.whole_member_limit;
+  uint64_t reach = 0;
   const bool walk = small && options_.walk_window > 0 &&
-                    Walking(object->cache_key(), member_begin, member_end);
+                    Walking(object->cache_key(), member_begin, member_end, run_end, &reach);
   if (small && !walk) {
     PACKFS_ASSIGN_OR_RETURN(Bytes bytes,
                             GetMember(object, member_begin, member_end - member_begin));
@@ -475,12 +489,13 @@ Status RemoteReader::LendFromMemory(const std::shared_ptr<const RangeFetcher>& o
 
   const uint64_t bs = options_.block_size;
   const std::string key = BlockKey(*object);
-  // A walk reads ahead across members, up to the object's end; a large member within itself.
+  // A walk reads ahead across members, up to its reach (see Walking) or the object's end; a
+  // large member within itself.
   if (walk) ++walk_reads_;
   const uint64_t window = walk     ? WalkWindow(object->cache_key())
                           : member ? Window(object->cache_key(), member_begin, offset, n)
                                    : 0;
-  const uint64_t limit = walk ? size : member_end;
+  const uint64_t limit = !walk ? member_end : reach > 0 ? std::min(reach, size) : size;
   const uint64_t b0 = offset / bs;
   const uint64_t b1 = (offset + n - 1) / bs;
   std::vector<BlockCache::Lookup> found;

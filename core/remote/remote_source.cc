@@ -186,10 +186,11 @@ RemoteShardSource::MapToFile(uint64_t offset, uint64_t length) const {
 }
 
 Result<size_t> RemoteShardSource::ReadMemberAt(uint64_t member_begin, uint64_t member_end,
-                                               uint64_t offset, std::span<uint8_t> buf) const {
+                                               uint64_t offset, std::span<uint8_t> buf,
+                                               uint64_t run_end) const {
   const uint64_t size = object_->size();
   if (offset >= size || buf.empty()) return size_t{0};
-  if (reader_) return reader_->Read(object_, member_begin, member_end, offset, buf);
+  if (reader_) return reader_->Read(object_, member_begin, member_end, offset, buf, run_end);
   const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - offset));
   PACKFS_RETURN_IF_ERROR(object_->Fetch(offset, buf.first(want)));
   return want;
@@ -198,9 +199,10 @@ Result<size_t> RemoteShardSource::ReadMemberAt(uint64_t member_begin, uint64_t m
 Result<std::optional<size_t>> RemoteShardSource::LendMemberAt(uint64_t member_begin,
                                                               uint64_t member_end,
                                                               uint64_t offset, size_t length,
-                                                              std::vector<Extent>* out) const {
+                                                              std::vector<Extent>* out,
+                                                              uint64_t run_end) const {
   if (!reader_) return std::optional<size_t>();
-  return reader_->Lend(object_, member_begin, member_end, offset, length, out);
+  return reader_->Lend(object_, member_begin, member_end, offset, length, out, run_end);
 }
 
 bool RemoteShardSource::MayLendFollowers(uint64_t offset, uint64_t reader) const {

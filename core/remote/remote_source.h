@@ -63,11 +63,12 @@ class RemoteShardSource final : public ShardSource {
   Result<size_t> ReadAt(uint64_t offset, std::span<uint8_t> buf) const override;
   // With a reader: a small member fetched whole, a large one with read-ahead when sequential.
   Result<size_t> ReadMemberAt(uint64_t member_begin, uint64_t member_end, uint64_t offset,
-                              std::span<uint8_t> buf) const override;
+                              std::span<uint8_t> buf, uint64_t run_end = 0) const override;
   // With a reader: ReadMemberAt's bytes as slices of its cached blocks (no copy); else nullopt.
   Result<std::optional<size_t>> LendMemberAt(uint64_t member_begin, uint64_t member_end,
                                              uint64_t offset, size_t length,
-                                             std::vector<Extent>* out) const override;
+                                             std::vector<Extent>* out,
+                                             uint64_t run_end = 0) const override;
 
   // With a reader: whether its walk of this object lends (RemoteReader::WalkAlone), and the
   // member's bytes when its memory cache holds them all (LendCachedMember); else false.

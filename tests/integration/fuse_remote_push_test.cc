@@ -1,7 +1,8 @@
 // Real mounts of a pack set nginx serves: a listed directory read in shard order (`cp -r`, a
 // loader walking its files) has the files that follow each READ pushed into the kernel's page
 // cache from what the remote walk's read-ahead fetched already (fuse/push.h, "Remote shards"):
-// every file's bytes, far fewer READs than -o nopush and no more GETs; 8 readers get every byte
+// every file's bytes, far fewer READs than -o nopush and no more GETs, and nothing fetched of the
+// directory after it in the shard; 8 readers get every byte
 // right, and readers taking strict turns are refused followers (they would race the push); a
 // follower whose bytes on the server were damaged (its ETag kept) is not pushed, and its own
 // read fails with EIO while its neighbours read right.
@@ -37,12 +38,17 @@ std::string Name(int i) {
 class RemotePushTest : public testing::FreshServedSetTest {
  protected:
   RemotePushTest() : FreshServedSetTest("64M") {}
-  // One directory of small files (1-6 KiB), all in one shard, in name order.
+  // One directory of small files (1-6 KiB), all in one shard, in name order; then, after it in
+  // the shard, another of 4 MiB (32 files of 128 KiB).
   void WriteTree() override {
     for (int i = 0; i < kFiles; ++i) {
       const size_t size = 1024 + (static_cast<size_t>(i) * 7919) % (5 * 1024);
       testing::WriteFile(tmp_ / ("src/walk/" + Name(i)),
                          testing::RandomBytes(size, static_cast<uint64_t>(i) + 1));
+    }
+    for (int i = 0; i < 32; ++i) {
+      testing::WriteFile(tmp_ / ("src/zlater/" + Name(i)),
+                         testing::RandomBytes(128 << 10, static_cast<uint64_t>(i) + 1000));
     }
   }
   std::string Mnt() const { return tmp_ / "mnt"; }
@@ -146,6 +152,30 @@ TEST_F(RemotePushTest, AListedDirectoryReadInOrderIsPushedFromTheWalksReadAhead)
   EXPECT_LT(pushed.reads, static_cast<uint64_t>(kFiles / 2));
   EXPECT_LE(pushed.gets, nopush.gets + 2) << "pushing must not fetch more";
   EXPECT_LT(pushed.gets, static_cast<uint64_t>(kFiles / 10)) << "a walk costs a GET per part";
+}
+
+// A walk reads ahead to the end of its directory and no further (RemoteReader::Walking): one
+// reader done with walk/ fetched walk/'s bytes, not the 4 MiB of zlater/ after it in the shard.
+TEST_F(RemotePushTest, AWalkOfOneDirectoryFetchesNothingOfTheNext) {
+  Mount m({server_->url() + "/media"}, Mnt(), Args(true));
+  ASSERT_TRUE(m.ok()) << m.result().err;
+  const std::string last = Mnt() + "/walk/" + Name(kFiles - 1);
+  const uint64_t walk_end = std::stoull(testing::XattrText(last, "user.packfs.offset")) +
+                            std::filesystem::file_size(last);
+  const uint64_t later =
+      std::stoull(testing::XattrText(Mnt() + "/zlater/" + Name(0), "user.packfs.offset"));
+  ASSERT_GT(later, walk_end);
+  List();
+  const std::string uri = ShardUri();
+  ReadInOrder(1);
+  testing::SettledPush(Mnt());
+  server_->SettledRequests(uri);
+  const uint64_t fetched =
+      testing::MountStats(Mnt())["remote_cache"]["bytes_fetched"].get<uint64_t>();
+  std::printf("fetched %llu, walk/ ends at %llu\n", static_cast<unsigned long long>(fetched),
+              static_cast<unsigned long long>(walk_end));
+  EXPECT_GE(fetched, walk_end - (64 << 10));  // (the shard's first member starts past 0)
+  EXPECT_LE(fetched, walk_end + (256 << 10)) << "read ahead into zlater/";
 }
 
 // 8 readers taking the next file as they come free (a loader that does not shuffle): every byte

@@ -4,7 +4,7 @@
 // block; a walk over small members in shard order (one reader or eight) costs a request per part
 // of its read-ahead, which grows as the walk goes on; small members read out of order cost one
 // exact request each, and so do random reads inside a walk that has ended; concurrent readers of
-// one member share one GET; the members after one reader's read in a walk are lent from memory
+// one member share one GET; a walk reads ahead to its directory's end until it goes past; the members after one reader's read in a walk are lent from memory
 // with no request, and nothing is lent beside eight readers' walk; the memory bound holds; reads
 // lent instead of copied are slices of the cached memory; the disk cache serves a second reader
 // with no GET, refetches damaged bytes (never serving them), ignores crash leftovers in its
@@ -90,16 +90,28 @@ class RemoteCacheTest : public ::testing::Test {
     for (const auto& [begin, end] : members) ReadMember(*src, begin, end);
     return DiskKey(*src);
   }
-  // Reads [begin + from, end) of member [begin, end) in kPiece reads and checks the bytes.
-  void ReadMember(const ShardSource& src, uint64_t begin, uint64_t end, uint64_t from = 0) {
+  // Reads [begin + from, end) of member [begin, end) in kPiece reads and checks the bytes
+  // (`run_end`: as ShardSource::ReadMemberAt).
+  void ReadMember(const ShardSource& src, uint64_t begin, uint64_t end, uint64_t from = 0,
+                  uint64_t run_end = 0) {
     std::vector<uint8_t> buf(kPiece);
     for (uint64_t at = begin + from; at < end; at += kPiece) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(kPiece, end - at));
-      auto got = src.ReadMemberAt(begin, end, at, std::span<uint8_t>(buf.data(), n));
+      auto got = src.ReadMemberAt(begin, end, at, std::span<uint8_t>(buf.data(), n), run_end);
       ASSERT_TRUE(got.ok()) << got.status().ToString();
       ASSERT_EQ(*got, n);
       ASSERT_EQ(std::memcmp(buf.data(), bytes_.data() + at, n), 0) << "at " << at;
     }
+  }
+
+  // The reader's bytes_fetched once its read-ahead's requests are done (stable for 20 ms).
+  static uint64_t SettledFetched(const RemoteReader& reader) {
+    uint64_t settled = 0;
+    for (int i = 0; i < 200 && reader.stats().bytes_fetched != settled; ++i) {
+      settled = reader.stats().bytes_fetched;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return settled;
   }
 
   TempDir tmp_;
@@ -221,11 +233,7 @@ TEST_F(RemoteCacheTest, ALongWalkReadsFurtherAheadAsItGoesOn) {
     ASSERT_TRUE(got.ok()) << got.status().ToString();
     ASSERT_EQ(std::memcmp(buf.data(), bytes.data() + i * kSmall, kSmall), 0) << i;
   }
-  uint64_t settled = 0;  // the read-ahead's requests done
-  for (int i = 0; i < 200 && reader->stats().bytes_fetched != settled; ++i) {
-    settled = reader->stats().bytes_fetched;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  SettledFetched(*reader);
   const RemoteReaderStats s = reader->stats();
   const uint64_t read = kCount * kSmall;
   // Fetched ahead of the last read: its 16 MiB window (a fixed 4 MiB window: 4 MiB), give or
@@ -233,6 +241,32 @@ TEST_F(RemoteCacheTest, ALongWalkReadsFurtherAheadAsItGoesOn) {
   EXPECT_GE(s.bytes_fetched, read + (12 << 20)) << s.bytes_fetched - read;
   EXPECT_LE(s.bytes_fetched, read + (20 << 20)) << s.bytes_fetched - read;
   EXPECT_EQ(s.walk_reads, kCount - 3);
+}
+
+// A walk reads ahead to the end of the directory it started in (the run of members ending at
+// run_end) and no further: a reader done with it may never read the next. Once it reads a member
+// past that end, it goes through directory after directory and reads ahead past them again.
+TEST_F(RemoteCacheTest, AWalkReadsAheadToItsDirectorysEndUntilItGoesPast) {
+  auto reader = NewReader();
+  auto src = Source(reader);
+  constexpr uint64_t kFirstDir = 100;  // members [0, 100) are one directory, the rest another
+  constexpr uint64_t kRunEnd = kFirstDir * kSmall;
+  for (uint64_t i = 0; i < kFirstDir; ++i) {
+    ReadMember(*src, i * kSmall, (i + 1) * kSmall, 0, kRunEnd);
+  }
+  // All of the directory (its first three members whole, before the walk began, then blocks),
+  // and not one block past the one it ends in (4 MiB more without the bound: the walk's window).
+  const uint64_t block = reader->options().block_size;
+  const uint64_t first = SettledFetched(*reader);
+  EXPECT_GE(first, kRunEnd);
+  EXPECT_LE(first, (kRunEnd / block + 1) * block + 3 * kSmall) << first - kRunEnd;
+  for (uint64_t i = kFirstDir; i < kFirstDir + 10; ++i) {
+    ReadMember(*src, i * kSmall, (i + 1) * kSmall, 0, kSmallCount * kSmall);
+  }
+  const uint64_t second = SettledFetched(*reader);
+  EXPECT_GE(second, (kFirstDir + 10) * kSmall + (3 << 20)) << second;  // its window again
+  EXPECT_LE(second, kObjectSize + 3 * kSmall);
+  EXPECT_EQ(reader->stats().walk_reads, kFirstDir + 10 - 3);
 }
 
 TEST_F(RemoteCacheTest, AWalkByEightReadersOutOfOrderIsStillAWalk) {
