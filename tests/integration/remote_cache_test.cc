@@ -2,15 +2,16 @@
 // sequential read of a large member issues far fewer requests than its 128 KiB reads, also when
 // its 1 MiB reads arrive pairwise swapped (nothing fetched twice); a random read fetches one
 // block; a walk over small members in shard order (one reader or eight) costs a request per part
-// of its read-ahead, which grows as the walk goes on; small members read out of order cost one
-// exact request each, and so do random reads inside a walk that has ended; concurrent readers of
-// one member share one GET; a walk reads ahead to its directory's end until it goes past; the members after one reader's read in a walk are lent from memory
-// with no request, and nothing is lent beside eight readers' walk; the memory bound holds; reads
-// lent instead of copied are slices of the cached memory; the disk cache serves a second reader
-// with no GET, refetches damaged bytes (never serving them), ignores crash leftovers in its
-// extent log and entries of an object whose ETag changed, and stays within its size bound; it
-// maps its file for a splice only over extents checked in this process. Requests are counted by
-// the reader and by nginx's access log; bytes are always compared with the file nginx serves.
+// of its read-ahead, which grows as the walk goes on and stops at the walk's directory's end until
+// the walk goes past it; small members read out of order cost one exact request each, and so do
+// random reads inside a walk that has ended; concurrent readers of one member share one GET; the
+// members after one reader's read in a walk are lent from memory with no request, and nothing is
+// lent beside eight readers' walk; the memory bound holds; reads lent instead of copied are slices
+// of the cached memory; the disk cache serves a second reader with no GET, refetches damaged
+// bytes (never serving them), ignores crash leftovers in its extent log and entries of an object
+// whose ETag changed, and stays within its size bound; it maps its file for a splice only over
+// extents checked in this process. Requests are counted by the reader and by nginx's access log;
+// bytes are always compared with the file nginx serves.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
