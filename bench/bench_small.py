@@ -24,7 +24,8 @@ from common import (Broken, TooSlow, drop_caches, mount, packfs_stats, unmount,
 
 # Contenders whose failure means the benchmark (or packfs) is broken; the others are third-party
 # tools whose failure is a finding, recorded in the results.
-OURS = ("loose", "raw pread", "packfs")
+PASSTHROUGH = "FUSE passthrough"  # bench/fuse_passthrough.cc over the loose files
+OURS = ("loose", "raw pread", "packfs", PASSTHROUGH)
 
 
 def ours(name):
@@ -83,6 +84,11 @@ def make_contenders(ds, args, work, uring):
                             [packfs, "-o", "io_uring", ds.packdir, mnt("packfs-uring")]))
     cs.append(Contender("squashfuse", mnt("squashfuse"),
                         ["squashfuse", ds.ensure_squash(), mnt("squashfuse")]))
+    # The loose files through the smallest FUSE file system, cached as packfs is: warm, the limit
+    # of any FUSE mount (no request at all); cold, a LOOKUP and a READ around each pread.
+    cs.append(Contender(PASSTHROUGH, mnt("passthrough"),
+                        [os.path.join(args.build, "fuse_passthrough"), ds.src,
+                         mnt("passthrough")]))
     # packfs over the same files as tar shards (mounted as they are, with a catalog).
     cs.append(Contender("packfs (tar)", mnt("packfs-tar"),
                         dev + [ds.ensure_tarset(), mnt("packfs-tar")]))
