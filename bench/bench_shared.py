@@ -633,18 +633,20 @@ def bench_shared(args, work, ds, rows):
           f"{lists.sample}, sshfs at {args.shared_delays_ms} ms, http at "
           f"{args.shared_http_delay_ms:g} ms, {args.repeat} repeats", flush=True)
     broken = []
-    # (a) sshfs, one proxy per delay in front of one throwaway sshd.
+    # (a) sshfs, one proxy per delay in front of one throwaway sshd (started only for the groups
+    # that use it, and stopped below whatever happens).
+    groups = set(args.shared_groups)
     sshd = None
     try:
-        sshd = Sshd(os.path.join(d, "sshd"))
+        if groups & {"sshfs", "loader"}:
+            sshd = Sshd(os.path.join(d, "sshd"))
     except Unavailable as e:
         print(f"shared sshfs: {e}", flush=True)
         for name, role in (("loose files on sshfs", "loose"), ("packfs over sshfs", "packfs"),
                            ("raw pread on sshfs", "raw")):
             rows.append({"bench": "shared", "group": "sshfs", "contender": name, "role": role,
                          "dead": f"not available: {e}"})
-    groups = set(args.shared_groups)
-    if sshd and groups & {"sshfs", "loader"}:
+    if sshd:
         try:
             for delay in args.shared_delays_ms:
                 proxy = Proxy(sshd.port, d, delay, name=f"ssh-proxy-{delay:g}")
