@@ -593,6 +593,7 @@ RemoteReaderStats RemoteReader::stats() const {
   s.requests = requests_.load();
   s.bytes_fetched = bytes_fetched_.load();
   s.prefetched_bytes = prefetched_bytes_.load();
+  s.fetching = memory_.pending_bytes();
   s.walk_reads = walk_reads_.load();
   s.walk_lent = walk_lent_.load();
   s.walk_lend_shared = walk_lend_shared_.load();

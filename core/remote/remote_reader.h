@@ -117,6 +117,7 @@ struct RemoteReaderStats {
   uint64_t requests = 0;          // GETs issued
   uint64_t bytes_fetched = 0;     // bytes those GETs brought
   uint64_t prefetched_bytes = 0;  // of which read ahead in the background
+  uint64_t fetching = 0;          // bytes claimed whose fetch is not done yet (now)
   uint64_t walk_reads = 0;        // small-member reads served as part of a walk (see above)
   uint64_t walk_lent = 0;         // members lent from memory beside a read (LendCachedMember)
   uint64_t walk_lend_shared = 0;  // reads of a walk of several readers: nothing lent beside

@@ -105,14 +105,19 @@ class RemoteCacheTest : public ::testing::Test {
     }
   }
 
-  // The reader's bytes_fetched once its read-ahead's requests are done (stable for 20 ms).
+  // The reader's bytes_fetched once its read-ahead is done: nothing claimed is being fetched
+  // and the count held for 20 ms (a fetch adds its bytes just after handing out its last block).
+  // Waiting for a count to hold still alone was not enough beside a loaded ctest: a part in
+  // flight took longer than that.
   static uint64_t SettledFetched(const RemoteReader& reader) {
-    uint64_t settled = 0;
-    for (int i = 0; i < 200 && reader.stats().bytes_fetched != settled; ++i) {
-      settled = reader.stats().bytes_fetched;
+    uint64_t last = UINT64_MAX;
+    for (int i = 0; i < 500; ++i) {
+      const RemoteReaderStats s = reader.stats();
+      if (s.fetching == 0 && s.bytes_fetched == last) return last;
+      last = s.bytes_fetched;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    return settled;
+    return reader.stats().bytes_fetched;
   }
 
   TempDir tmp_;
@@ -301,11 +306,8 @@ TEST_F(RemoteCacheTest, AWalkOfOneReaderLendsTheMembersItsReadAheadHolds) {
   constexpr uint64_t kRead = 50;
   constexpr uint64_t kReader = 7;  // a thread id
   for (uint64_t i = 0; i < kRead; ++i) ReadMember(*src, i * kSmall, (i + 1) * kSmall);
-  uint64_t settled = 0;  // the read-ahead's requests done
-  for (int i = 0; i < 200 && reader->stats().requests != settled; ++i) {
-    settled = reader->stats().requests;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  SettledFetched(*reader);  // the read-ahead's requests done
+  const uint64_t settled = reader->stats().requests;
   // A reader lends once it was the last to ask kAlone (8) times in a row.
   for (int i = 0; i < 7; ++i) EXPECT_FALSE(src->MayLendFollowers(kRead * kSmall, kReader)) << i;
   ASSERT_TRUE(src->MayLendFollowers(kRead * kSmall, kReader));
