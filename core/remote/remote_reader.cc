@@ -562,17 +562,16 @@ Status RemoteReader::LendFromMemory(const std::shared_ptr<const RangeFetcher>& o
   // DropDistance() (re-reads come from the kernel's page cache). Dropping them returns their
   // parts to the spares at once, so read-ahead reuses warm memory instead of mapping new pages
   // (dear here, see BlockCache). The blocks dropped are the ones this read's advance (up to its
-  // own length, and a little more for reads out of order) left behind that distance. Behind a
-  // walk too: its readers run out of order by whole members, up to 16 (see Walking), so there
-  // the distance is 16 of the member's size when that is more. (A walk over a 56 MB shard held
-  // 56 MB at its end without this, 21-22 MB with it; its parts are reused.)
-  if (window > 0) {
-    const uint64_t distance =
-        walk ? std::max(DropDistance(), 16 * (member_end - member_begin)) : DropDistance();
-    const uint64_t behind = (distance + bs - 1) / bs;
-    const uint64_t span = std::min(behind, DropDistance() / bs) + (b1 - b0 + 1);
+  // own length, and a little more for reads out of order) left behind that distance.
+  // (Not behind a walk: its readers run out of order by whole members, and what they passed
+  // is demoted above, so it goes first anyway. Dropping it 2 MiB behind, or 16 members, held a
+  // walk over a 56 MB shard to 21-22 MB of memory instead of 56, but 8 readers under ASan beside
+  // a loaded ctest fell further behind than that and fetched 2.4 MB of an 8.4 MB object again.)
+  if (window > 0 && !walk) {
+    const uint64_t behind = DropDistance() / bs;
+    const uint64_t span = behind + (b1 - b0 + 1);
     const uint64_t hi = b0 > behind ? b0 - behind : 0;
-    const uint64_t lo = std::max(walk ? 0 : member_begin / bs, hi > span ? hi - span : 0);
+    const uint64_t lo = std::max(member_begin / bs, hi > span ? hi - span : 0);
     for (uint64_t b = lo; b < hi; ++b) memory_.Drop(key, b * bs);
   }
   return Status::OK();

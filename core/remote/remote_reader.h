@@ -18,9 +18,7 @@
 // walk reads past it, so a reader of one directory fetches that directory and no more (one
 // reader or 8 walking one 18 MB directory of a 56 MB shard: 19.2 MB fetched, 34 MB without the
 // bound), while a walk through directory after directory (cp -r of a tree) waits once, at its
-// first directory's end, and then reads ahead across them. What a walk passed is dropped behind
-// it as a sequential reader's blocks are (LendFromMemory), so it holds its window, not the
-// shard. A walk that stops leaves at most its window fetched for nothing, and the window is never
+// first directory's end, and then reads ahead across them. A walk that stops leaves at most its window fetched for nothing, and the window is never
 // more than the stretch it walked. Several reader threads hand members over out of order, hence
 // any of the last 16 on either side, and a member inside the stretch the walk has covered or
 // within 1 MiB past it (a reader that fell behind, or got ahead) is part of it too, until more

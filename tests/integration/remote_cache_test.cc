@@ -247,9 +247,6 @@ TEST_F(RemoteCacheTest, ALongWalkReadsFurtherAheadAsItGoesOn) {
   EXPECT_GE(s.bytes_fetched, read + (12 << 20)) << s.bytes_fetched - read;
   EXPECT_LE(s.bytes_fetched, read + (20 << 20)) << s.bytes_fetched - read;
   EXPECT_EQ(s.walk_reads, kCount - 3);
-  // What the walk passed is dropped 2 MiB behind it: memory holds the window ahead and little
-  // more (40 MiB, all fetched, without the drop).
-  EXPECT_LE(s.memory_bytes, uint64_t{20} << 20) << s.memory_bytes;
 }
 
 // A walk reads ahead to the end of the directory it started in (the run of members ending at
@@ -292,9 +289,10 @@ TEST_F(RemoteCacheTest, AWalkByEightReadersOutOfOrderIsStillAWalk) {
   const RemoteReaderStats s = reader->stats();
   EXPECT_LE(s.requests, 40u) << s.requests;
   EXPECT_GE(s.walk_reads, kSmallCount * 9 / 10);  // a member may come before the one it follows
-  // Out of order, the readers do not lose their blocks to the drop behind the others: nearly
-  // nothing is fetched twice (a reader descheduled while the others read 2 MiB on may fetch its
-  // block again; the members before the walk began come whole, besides their blocks).
+  // Out of order, no reader loses its blocks to the others' reads: nothing is fetched twice
+  // (the members before the walk began come whole, besides their blocks). A walk's blocks are
+  // not dropped behind it: under ASan beside a loaded ctest, dropping them 2 MiB behind made
+  // these readers fetch 10.8 MB for 8.4.
   EXPECT_LE(s.bytes_fetched, kObjectSize + (1 << 20)) << s.bytes_fetched;
 }
 
