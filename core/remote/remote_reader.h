@@ -18,12 +18,13 @@
 // walk reads past it, so a reader of one directory fetches that directory and no more (one
 // reader or 8 walking one 18 MB directory of a 56 MB shard: 19.2 MB fetched, 34 MB without the
 // bound), while a walk through directory after directory (cp -r of a tree) waits once, at its
-// first directory's end, and then reads ahead across them. A walk that stops leaves at most its window fetched for nothing, and the window is never
-// more than the stretch it walked. Several reader threads hand members over out of order, hence
-// any of the last 16 on either side, and a member inside the stretch the walk has covered or
-// within 1 MiB past it (a reader that fell behind, or got ahead) is part of it too, until more
-// than 16 members in a row were nobody's neighbour. Random reads are almost never neighbours
-// three times in sixteen, so they keep costing exactly one member's bytes.
+// first directory's end, and then reads ahead across them. A walk that stops leaves at most its
+// window fetched for nothing, and the window is never more than the stretch it walked. Several
+// reader threads hand members over out of order, hence any of the last 16 on either side, and a
+// member inside the stretch the walk has covered or within 1 MiB past it (a reader that fell
+// behind, or got ahead) is part of it too, until more than 16 members in a row were nobody's
+// neighbour. Random reads are almost never neighbours three times in sixteen, so they keep
+// costing exactly one member's bytes.
 //
 // Why these numbers: FUSE hands reads over in 128 KiB pieces, so over a 20 ms round trip a
 // member read one piece per request crawls at ~6 MiB/s; one request for a small member (most
