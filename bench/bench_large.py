@@ -5,11 +5,13 @@ vs raw reads of the same range of its shard vs the loose file. The mount's reada
 (read_ahead_kb of its bdi) and its thread count are measured as separate contenders, and so is
 packfs over FUSE io_uring where the kernel has it (-o io_uring; the others say -o noio_uring, and
 enable_uring is on for the run). Before measuring, the member is compared byte for byte through
-the mount with the loose file (`cmp`; a difference raises Broken)."""
+the mount with the loose file (`cmp`; a difference raises Broken). A FUSE passthrough of the loose
+file (bench/fuse_passthrough.cc) is the limit of any FUSE mount warm."""
 import json
 import os
 import subprocess
 
+from bench_small import PASSTHROUGH
 from common import (ROOT, Broken, drop_caches, fuse_bdi, mount, out, set_readahead_kb, sh,
                     unmount, uring_enabled)
 
@@ -96,6 +98,14 @@ def _bench_large(args, work, ds, rows, uring):
                 for mm in mnts:
                     unmount(mm)
                 raise Broken(f"large: {contenders[name][0]} differs from {src}")
+    # The loose file through the smallest FUSE file system, cached as packfs is (no OPEN, the
+    # page cache kept): warm, no request is sent and its rate is the kernel's FUSE page-cache path,
+    # the limit of any FUSE mount; cold, one pread per READ of the kernel's read-ahead size.
+    m = os.path.join(work, "mnt", "large-passthrough")
+    mount([os.path.join(args.build, "fuse_passthrough"), os.path.dirname(src), m], m,
+          args.mount_budget)
+    mnts.append(m)
+    contenders[PASSTHROUGH] = (os.path.join(m, os.path.basename(src)), 0)
     rows.append({"bench": "large-meta", "size": size, "default_read_ahead_kb": ra_default,
                  "shard_offset": offset})
     jobs_list = (1,)

@@ -431,6 +431,16 @@ def targets(rows, s):
     v = p / raw if p and raw else None
     check("large member, 1 MiB sequential, cold: packfs ≥ 0.9× raw", v, lambda x: x >= 0.9,
           f"{v:.2f}× ({p:.0f} vs {raw:.0f} MB/s)" if v else "")
+    p, loose = med(large.get(("seq 1M", "warm", "packfs"), [])), \
+        med(large.get(("seq 1M", "warm", "loose"), []))
+    floor = med(large.get(("seq 1M", "warm", "FUSE passthrough"), []))
+    v = p / loose if p and loose else None
+    shown = f"{v:.2f}× ({p:.0f} vs {loose:.0f} MB/s)" if v else ""
+    if v and floor:
+        shown += (f"; limit: a FUSE passthrough of the loose file {floor / loose:.2f}× loose, "
+                  f"packfs {p / floor:.2f}× of it")
+    check("large member, 1 MiB sequential, warm: packfs ≥ 1.0× loose", v, lambda x: x >= 1.0,
+          shown)
     for who in ("packfs (catalog)", "packfs (catalog) -o io_uring"):
         mount_targets(rows, who, check)
     for name, value, ok, shown in remote_targets(rows):
