@@ -73,6 +73,14 @@ class ShardSource {
     (void)member_begin, (void)member_end, (void)out;
     return false;
   }
+  // Fills `buf` with this source's bytes from `offset` when a local copy of them holds them all
+  // (a remote shard's disk cache, checked): true. False when it does not (the default), `buf`
+  // then unspecified. Never fetches: lets a read of a shard held elsewhere bring the members
+  // that follow it from its disk cache, as a local shard's read brings them from its file.
+  virtual bool ReadCachedRange(uint64_t offset, std::span<uint8_t> buf) const {
+    (void)offset, (void)buf;
+    return false;
+  }
   // A file descriptor whose bytes at the same offsets are this source's (for zero-copy replies),
   // or -1 when the bytes are synthesized or remote.
   virtual int fd() const { return -1; }

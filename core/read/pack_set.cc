@@ -519,21 +519,24 @@ Result<std::span<const uint8_t>> PackSet::ReadThroughCached(
     PACKFS_RETURN_IF_ERROR(CheckMemberAgainst(file, PrefetchedSource(src, begin, head)));
   }
   const bool has_crc = HasCrc(file.shard);
-  // Then the followers the shard holds in memory now, in order, up to the first it does not.
+  // Then the followers the shard holds now, on local disk (its disk cache) or in memory, in
+  // order, up to the first it does not.
   std::vector<Extent> lent;
   for (size_t i = 0; i < followers.size(); ++i) {
     const Node& f = followers[i];
-    lent.clear();
-    if (!src.LendCachedMember(f.local_header_offset, f.data_offset + f.size, &lent)) break;
     const std::span<uint8_t> member =
         buf.subspan(f.local_header_offset - begin, f.data_offset + f.size - f.local_header_offset);
-    size_t filled = 0;
-    for (const Extent& e : lent) {
-      if (e->size() > member.size() - filled) break;
-      std::memcpy(member.data() + filled, e->data(), e->size());
-      filled += e->size();
+    if (!src.ReadCachedRange(f.local_header_offset, member)) {
+      lent.clear();
+      if (!src.LendCachedMember(f.local_header_offset, f.data_offset + f.size, &lent)) break;
+      size_t filled = 0;
+      for (const Extent& e : lent) {
+        if (e->size() > member.size() - filled) break;
+        std::memcpy(member.data() + filled, e->data(), e->size());
+        filled += e->size();
+      }
+      if (filled != member.size()) break;  // (not what was asked: left to its own READ)
     }
-    if (filled != member.size()) break;  // (not what was asked: left to its own READ)
     std::span<const uint8_t> data = member.subspan(f.data_offset - f.local_header_offset);
     if (FollowerIntact(f, PrefetchedSource(src, f.local_header_offset, member), data, has_crc)) {
       (*out)[i] = data;

@@ -577,6 +577,16 @@ Status RemoteReader::LendFromMemory(const std::shared_ptr<const RangeFetcher>& o
   return Status::OK();
 }
 
+bool RemoteReader::ReadDiskCached(const RangeFetcher& object, uint64_t offset,
+                                  std::span<uint8_t> buf) {
+  if (!disk_ || !object.persistent() || buf.empty() || offset + buf.size() > object.size()) {
+    return false;
+  }
+  if (!disk_->Read(object.cache_key(), offset, buf)) return false;
+  ++disk_hits_;
+  return true;
+}
+
 std::shared_ptr<const UniqueFd> RemoteReader::MapCached(const RangeFetcher& object,
                                                         uint64_t offset, uint64_t length) {
   if (!disk_ || !object.persistent() || offset + length > object.size()) return nullptr;

@@ -168,6 +168,11 @@ class RemoteReader {
   // (fuse/push.h): false then, counted in walk_lend_shared.
   bool WalkAlone(const std::string& key, uint64_t begin, uint64_t reader);
 
+  // Fills `buf` with `object`'s bytes at `offset` when the disk cache holds them all (checked,
+  // counted as a disk hit): true. False when there is no disk cache, the object is not one it
+  // keeps, or any byte is missing; nothing is fetched.
+  bool ReadDiskCached(const RangeFetcher& object, uint64_t offset, std::span<uint8_t> buf);
+
   // The disk cache's open file holding `object`'s bytes [offset, offset + length) at their own
   // offsets, when that range is cached and already verified (counted as a disk hit); else null.
   // Lets a reply splice cached bytes instead of copying them through this reader.

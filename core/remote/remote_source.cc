@@ -206,7 +206,15 @@ Result<std::optional<size_t>> RemoteShardSource::LendMemberAt(uint64_t member_be
 }
 
 bool RemoteShardSource::MayLendFollowers(uint64_t offset, uint64_t reader) const {
-  return reader_ && reader_->WalkAlone(object_->cache_key(), offset, reader);
+  if (!reader_) return false;
+  // Whatever a disk-cached object's reads fetch is written through to the disk cache, so the
+  // memory never holds followers the disk does not: there they come from the disk, always.
+  if (reader_->disk() && object_->persistent()) return true;
+  return reader_->WalkAlone(object_->cache_key(), offset, reader);
+}
+
+bool RemoteShardSource::ReadCachedRange(uint64_t offset, std::span<uint8_t> buf) const {
+  return reader_ && reader_->ReadDiskCached(*object_, offset, buf);
 }
 
 bool RemoteShardSource::LendCachedMember(uint64_t member_begin, uint64_t member_end,

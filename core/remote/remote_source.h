@@ -70,11 +70,14 @@ class RemoteShardSource final : public ShardSource {
                                              std::vector<Extent>* out,
                                              uint64_t run_end = 0) const override;
 
-  // With a reader: whether its walk of this object lends (RemoteReader::WalkAlone), and the
-  // member's bytes when its memory cache holds them all (LendCachedMember); else false.
+  // With a reader that keeps this object in a disk cache: followers always come from there
+  // when it holds them (ReadCachedRange), as from a local shard file. Without one: whether the
+  // reader's walk of this object lends (RemoteReader::WalkAlone), and the member's bytes when
+  // its memory cache holds them all (LendCachedMember). No reader: false.
   bool MayLendFollowers(uint64_t offset, uint64_t reader) const override;
   bool LendCachedMember(uint64_t member_begin, uint64_t member_end,
                         std::vector<Extent>* out) const override;
+  bool ReadCachedRange(uint64_t offset, std::span<uint8_t> buf) const override;
 
   // With a reader whose disk cache holds the range (verified): that cache file, at the same
   // offsets, so the reply splices from local disk like a local shard's. nullopt otherwise.

@@ -5,13 +5,16 @@
 // directory after it in the shard; 8 readers get every byte
 // right, and readers taking strict turns are refused followers (they would race the push); a
 // follower whose bytes on the server were damaged (its ETag kept) is not pushed, and its own
-// read fails with EIO while its neighbours read right.
+// read fails with EIO while its neighbours read right. With a disk cache, a second mount pushes
+// from it, at random too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -204,6 +207,62 @@ TEST_F(RemotePushTest, ReadersTakingTurnsAreNotLentFollowers) {
   EXPECT_EQ(cache["walk_lent"].get<uint64_t>(), 0u) << cache;
   // Every READ past the directory's first 15% asked and was refused.
   EXPECT_GE(cache["walk_lend_shared"].get<uint64_t>(), static_cast<uint64_t>(kFiles / 2)) << cache;
+}
+
+// With a disk cache, a second mount finds the set's bytes on local disk: the files after each
+// READ come from there and are pushed as from a local shard file, in a random order too (no
+// walk to lend them), with no GET more. Before, a remote set pushed only what a walk's
+// read-ahead held in memory, so a second epoch from the disk cache cost a READ a file.
+TEST_F(RemotePushTest, ASecondMountPushesFromTheDiskCacheAtRandom) {
+  const std::string disk = tmp_ / "disk";
+  auto args = [&](bool push) {
+    std::vector<std::string> a = Args(push);
+    a.insert(a.end(), {"--disk-cache", disk});
+    return a;
+  };
+  {
+    Mount m({server_->url() + "/media"}, Mnt(), args(true));
+    ASSERT_TRUE(m.ok()) << m.result().err;
+    ReadInOrder(1);  // every file fetched once: the disk cache holds walk/
+    testing::SettledPush(Mnt());
+  }
+  std::vector<int> order(kFiles);
+  for (int i = 0; i < kFiles; ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), std::mt19937(7));
+  auto pass = [&](bool push) {
+    Pass p;
+    Mount m({server_->url() + "/media"}, Mnt(), args(push));
+    EXPECT_TRUE(m.ok()) << m.result().err;
+    if (!m.ok()) return p;
+    const std::string uri = ShardUri();
+    List();
+    const uint64_t reads0 = testing::MountStats(Mnt())["requests"]["read"].get<uint64_t>();
+    const size_t gets0 = server_->SettledRequests(uri);
+    int wrong = 0;
+    std::string got;
+    for (int i : order) {
+      EXPECT_EQ(testing::ReadWithErrno(Mnt() + "/walk/" + Name(i), &got), 0) << Name(i);
+      wrong += got != testing::ReadFile(tmp_ / ("src/walk/" + Name(i)));
+    }
+    EXPECT_EQ(wrong, 0) << "files read with wrong bytes";
+    const nlohmann::json pushed = testing::SettledPush(Mnt());
+    p.reads = testing::MountStats(Mnt())["requests"]["read"].get<uint64_t>() - reads0;
+    p.gets = server_->SettledRequests(uri) - gets0;
+    p.pushed = pushed.value("files", 0);
+    return p;
+  };
+  const Pass pushed = pass(true);
+  const Pass nopush = pass(false);
+  std::printf("READs %llu / %llu, GETs %llu / %llu, pushed %d (push / nopush)\n",
+              static_cast<unsigned long long>(pushed.reads),
+              static_cast<unsigned long long>(nopush.reads),
+              static_cast<unsigned long long>(pushed.gets),
+              static_cast<unsigned long long>(nopush.gets), pushed.pushed);
+  EXPECT_EQ(nopush.reads, static_cast<uint64_t>(kFiles));
+  EXPECT_GT(pushed.pushed, kFiles / 2);
+  EXPECT_LT(pushed.reads, static_cast<uint64_t>(kFiles / 2));
+  EXPECT_EQ(pushed.gets, 0u) << "the disk cache holds every byte";
+  EXPECT_EQ(nopush.gets, 0u);
 }
 
 // A file whose bytes were damaged on the server (the ETag kept): the window that would bring it
