@@ -369,7 +369,9 @@ uint64_t RemoteReader::WalkWindow(const std::string& key) {
   return window;
 }
 
-bool RemoteReader::WalkAlone(const std::string& key, uint64_t begin, uint64_t reader) {
+bool RemoteReader::WalkAlone(const std::string& key, uint64_t begin, uint64_t reader,
+                             bool* shared) {
+  if (shared) *shared = false;
   std::lock_guard<std::mutex> lock(streams_mu_);
   auto it = walks_.find(key);
   if (it == walks_.end()) return false;
@@ -384,6 +386,7 @@ bool RemoteReader::WalkAlone(const std::string& key, uint64_t begin, uint64_t re
   }
   if (w.asked - w.reader_since < Walk::kAlone) {  // several readers (see above)
     ++walk_lend_shared_;
+    if (shared) *shared = true;
     return false;
   }
   return true;
@@ -441,6 +444,15 @@ Result<size_t> RemoteReader::Read(const std::shared_ptr<const RangeFetcher>& obj
   // never through the memory cache.
   if (disk_ && object->persistent() && disk_->Read(object->cache_key(), offset, buf.first(n))) {
     ++disk_hits_;
+    // A walk's reads served from disk are still its reads: whether a walk is under way, and how
+    // many readers share it (WalkAlone), decide what a READ may bring beside it.
+    const bool member = member_end > member_begin && member_end <= size &&
+                        offset >= member_begin && offset + n <= member_end;
+    if (member && member_end - member_begin <= options_.whole_member_limit &&
+        options_.walk_window > 0) {
+      uint64_t reach = 0;
+      Walking(object->cache_key(), member_begin, member_end, run_end, &reach);
+    }
     return n;
   }
   std::vector<Extent> pieces;

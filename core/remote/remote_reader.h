@@ -165,8 +165,9 @@ class RemoteReader {
   // beside a read of `reader` (a thread id): a walk is under way there (`begin` lies in or just
   // past its stretch) and the last kAlone reads that asked came from `reader`. Several readers
   // walking one shard read the members after a read themselves before these could be handed on
-  // (fuse/push.h): false then, counted in walk_lend_shared.
-  bool WalkAlone(const std::string& key, uint64_t begin, uint64_t reader);
+  // (fuse/push.h): false then, counted in walk_lend_shared, and `*shared` (when given) set.
+  bool WalkAlone(const std::string& key, uint64_t begin, uint64_t reader,
+                 bool* shared = nullptr);
 
   // Fills `buf` with `object`'s bytes at `offset` when the disk cache holds them all (checked,
   // counted as a disk hit): true. False when there is no disk cache, the object is not one it

@@ -207,10 +207,13 @@ Result<std::optional<size_t>> RemoteShardSource::LendMemberAt(uint64_t member_be
 
 bool RemoteShardSource::MayLendFollowers(uint64_t offset, uint64_t reader) const {
   if (!reader_) return false;
-  // Whatever a disk-cached object's reads fetch is written through to the disk cache, so the
-  // memory never holds followers the disk does not: there they come from the disk, always.
-  if (reader_->disk() && object_->persistent()) return true;
-  return reader_->WalkAlone(object_->cache_key(), offset, reader);
+  bool shared = false;
+  const bool alone = reader_->WalkAlone(object_->cache_key(), offset, reader, &shared);
+  // Whatever a disk-cached object's reads fetch is written through to the disk cache, so there
+  // followers come from the disk, at random as from a local shard file; but not beside a walk
+  // several readers share (they would race the pushes, fuse/push.h).
+  if (reader_->disk() && object_->persistent()) return !shared;
+  return alone;
 }
 
 bool RemoteShardSource::ReadCachedRange(uint64_t offset, std::span<uint8_t> buf) const {

@@ -70,10 +70,11 @@ class RemoteShardSource final : public ShardSource {
                                              std::vector<Extent>* out,
                                              uint64_t run_end = 0) const override;
 
-  // With a reader that keeps this object in a disk cache: followers always come from there
-  // when it holds them (ReadCachedRange), as from a local shard file. Without one: whether the
-  // reader's walk of this object lends (RemoteReader::WalkAlone), and the member's bytes when
-  // its memory cache holds them all (LendCachedMember). No reader: false.
+  // With a reader that keeps this object in a disk cache: followers come from there when it
+  // holds them (ReadCachedRange), as from a local shard file, unless several readers share a
+  // walk there (RemoteReader::WalkAlone). Without one: whether the reader's walk of this object
+  // lends, and the member's bytes when its memory cache holds them all (LendCachedMember). No
+  // reader: false.
   bool MayLendFollowers(uint64_t offset, uint64_t reader) const override;
   bool LendCachedMember(uint64_t member_begin, uint64_t member_end,
                         std::vector<Extent>* out) const override;

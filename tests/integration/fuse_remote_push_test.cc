@@ -196,17 +196,25 @@ TEST_F(RemotePushTest, EightReadersInShardOrderReadEveryByte) {
 // Readers that alternate (each file read by another thread than the one before it) are refused
 // followers: each reads the files after the others' reads before a push could land, so the walk
 // lends only to a thread that asked 8 times in a row (RemoteReader::WalkAlone).
+// The same with a disk cache, which the walk's fetches are written through to: the followers
+// are not read from there either.
 TEST_F(RemotePushTest, ReadersTakingTurnsAreNotLentFollowers) {
-  Mount m({server_->url() + "/media"}, Mnt(), Args(true));
-  ASSERT_TRUE(m.ok()) << m.result().err;
-  List();
-  ReadInOrder(8, -1, true);
-  const nlohmann::json pushed = testing::SettledPush(Mnt());
-  EXPECT_EQ(pushed.value("files", 0), 0) << pushed;
-  const nlohmann::json cache = testing::MountStats(Mnt())["remote_cache"];
-  EXPECT_EQ(cache["walk_lent"].get<uint64_t>(), 0u) << cache;
-  // Every READ past the directory's first 15% asked and was refused.
-  EXPECT_GE(cache["walk_lend_shared"].get<uint64_t>(), static_cast<uint64_t>(kFiles / 2)) << cache;
+  for (const bool disk : {false, true}) {
+    SCOPED_TRACE(disk ? "with --disk-cache" : "memory only");
+    std::vector<std::string> args = Args(true);
+    if (disk) args.insert(args.end(), {"--disk-cache", tmp_ / "disk"});
+    Mount m({server_->url() + "/media"}, Mnt(), args);
+    ASSERT_TRUE(m.ok()) << m.result().err;
+    List();
+    ReadInOrder(8, -1, true);
+    const nlohmann::json pushed = testing::SettledPush(Mnt());
+    EXPECT_EQ(pushed.value("files", 0), 0) << pushed;
+    const nlohmann::json cache = testing::MountStats(Mnt())["remote_cache"];
+    EXPECT_EQ(cache["walk_lent"].get<uint64_t>(), 0u) << cache;
+    // Every READ past the directory's first 15% asked and was refused.
+    EXPECT_GE(cache["walk_lend_shared"].get<uint64_t>(), static_cast<uint64_t>(kFiles / 2))
+        << cache;
+  }
 }
 
 // With a disk cache, a second mount finds the set's bytes on local disk: the files after each
