@@ -148,7 +148,8 @@ class PackSet {
   // not match the catalog, or its CRC-32 does not: that member's own read reports why). Fails
   // like ReadCopy for the file itself. Zip/tar shards: local fd-backed ones, and, with followers,
   // others (remote), which bring only the followers they hold already (in a disk cache or in
-  // memory) and leave the rest empty (ReadThroughCached). InvalidArgument otherwise: callers use ReadCopy.
+  // memory) and leave the rest empty (ReadThroughCached). InvalidArgument otherwise: callers
+  // use ReadCopy.
   Result<std::span<const uint8_t>> ReadThrough(const Node& file, uint64_t offset,
                                                std::span<const Node> followers,
                                                std::vector<uint8_t>* scratch,
@@ -167,7 +168,8 @@ class PackSet {
   PackSet() = default;
   // ReadThrough of a shard held elsewhere (a remote one): the file read as ReadCopy would, and
   // the followers whose bytes `src` holds now, in its disk cache (ReadCachedRange) or in memory
-  // (LendCachedMember), in order up to the first it does not: no request beyond the file's own. `buf` holds the shard from `begin`.
+  // (LendCachedMember), in order up to the first it does not: no request beyond the file's own.
+  // `buf` holds the shard from `begin`.
   Result<std::span<const uint8_t>> ReadThroughCached(
       const Node& file, uint64_t offset, std::span<const Node> followers, const ShardSource& src,
       uint64_t begin, std::span<uint8_t> buf, std::vector<std::span<const uint8_t>>* out) const;
