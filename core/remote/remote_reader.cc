@@ -446,10 +446,7 @@ Result<size_t> RemoteReader::Read(const std::shared_ptr<const RangeFetcher>& obj
     ++disk_hits_;
     // A walk's reads served from disk are still its reads: whether a walk is under way, and how
     // many readers share it (WalkAlone), decide what a READ may bring beside it.
-    const bool member = member_end > member_begin && member_end <= size &&
-                        offset >= member_begin && offset + n <= member_end;
-    if (member && member_end - member_begin <= options_.whole_member_limit &&
-        options_.walk_window > 0) {
+    if (SmallMember(size, member_begin, member_end, offset, n) && options_.walk_window > 0) {
       uint64_t reach = 0;
       Walking(object->cache_key(), member_begin, member_end, run_end, &reach);
     }
@@ -483,9 +480,8 @@ Status RemoteReader::LendFromMemory(const std::shared_ptr<const RangeFetcher>& o
                                     uint64_t member_begin, uint64_t member_end, uint64_t offset,
                                     size_t n, uint64_t run_end, std::vector<Extent>* out) {
   const uint64_t size = object->size();
-  const bool member = member_end > member_begin && member_end <= size &&
-                      offset >= member_begin && offset + n <= member_end;
-  const bool small = member && member_end - member_begin <= options_.whole_member_limit;
+  const bool member = IsMember(size, member_begin, member_end, offset, n);
+  const bool small = SmallMember(size, member_begin, member_end, offset, n);
   uint64_t reach = 0;
   const bool walk = small && options_.walk_window > 0 &&
                     Walking(object->cache_key(), member_begin, member_end, run_end, &reach);
@@ -587,6 +583,18 @@ Status RemoteReader::LendFromMemory(const std::shared_ptr<const RangeFetcher>& o
     for (uint64_t b = lo; b < hi; ++b) memory_.Drop(key, b * bs);
   }
   return Status::OK();
+}
+
+bool RemoteReader::IsMember(uint64_t size, uint64_t member_begin, uint64_t member_end,
+                            uint64_t offset, size_t n) {
+  return member_end > member_begin && member_end <= size && offset >= member_begin &&
+         offset + n <= member_end;
+}
+
+bool RemoteReader::SmallMember(uint64_t size, uint64_t member_begin, uint64_t member_end,
+                               uint64_t offset, size_t n) const {
+  return IsMember(size, member_begin, member_end, offset, n) &&
+         member_end - member_begin <= options_.whole_member_limit;
 }
 
 bool RemoteReader::ReadDiskCached(const RangeFetcher& object, uint64_t offset,

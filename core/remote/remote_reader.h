@@ -194,6 +194,12 @@ class RemoteReader {
     uint64_t block;
     std::shared_ptr<BlockCache::Slot> slot;
   };
+  // Whether [offset, offset + n) lies within the member [member_begin, member_end) of an object
+  // of `size` bytes; and whether that member is small enough to be fetched whole (a walk's).
+  static bool IsMember(uint64_t size, uint64_t member_begin, uint64_t member_end,
+                       uint64_t offset, size_t n);
+  bool SmallMember(uint64_t size, uint64_t member_begin, uint64_t member_end, uint64_t offset,
+                   size_t n) const;
   // Read and Lend past the disk cache: n bytes (within the object) from memory, fetched as
   // needed, as extents appended to `out`.
   Status LendFromMemory(const std::shared_ptr<const RangeFetcher>& object, uint64_t member_begin,

@@ -114,6 +114,15 @@ class RemotePushTest : public testing::FreshServedSetTest {
     int pushed = 0;
     uint64_t lent = 0;
   };
+  // What a pass with pushing and one with -o nopush cost, for the test's log.
+  static void Print(const Pass& pushed, const Pass& nopush) {
+    std::printf("READs %llu / %llu, GETs %llu / %llu, pushed %d, lent %llu (push / nopush)\n",
+                static_cast<unsigned long long>(pushed.reads),
+                static_cast<unsigned long long>(nopush.reads),
+                static_cast<unsigned long long>(pushed.gets),
+                static_cast<unsigned long long>(nopush.gets), pushed.pushed,
+                static_cast<unsigned long long>(pushed.lent));
+  }
   // Mounts, lists walk/, reads it in order with one reader; what that cost.
   Pass OnePass(bool push) {
     Pass p;
@@ -142,12 +151,7 @@ class RemotePushTest : public testing::FreshServedSetTest {
 TEST_F(RemotePushTest, AListedDirectoryReadInOrderIsPushedFromTheWalksReadAhead) {
   const Pass pushed = OnePass(true);
   const Pass nopush = OnePass(false);
-  std::printf("READs %llu / %llu, GETs %llu / %llu, pushed %d, lent %llu (push / nopush)\n",
-              static_cast<unsigned long long>(pushed.reads),
-              static_cast<unsigned long long>(nopush.reads),
-              static_cast<unsigned long long>(pushed.gets),
-              static_cast<unsigned long long>(nopush.gets), pushed.pushed,
-              static_cast<unsigned long long>(pushed.lent));
+  Print(pushed, nopush);
   EXPECT_EQ(nopush.reads, static_cast<uint64_t>(kFiles));
   EXPECT_EQ(nopush.pushed, 0);
   EXPECT_GT(pushed.pushed, kFiles / 2);
@@ -261,11 +265,7 @@ TEST_F(RemotePushTest, ASecondMountPushesFromTheDiskCacheAtRandom) {
   };
   const Pass pushed = pass(true);
   const Pass nopush = pass(false);
-  std::printf("READs %llu / %llu, GETs %llu / %llu, pushed %d (push / nopush)\n",
-              static_cast<unsigned long long>(pushed.reads),
-              static_cast<unsigned long long>(nopush.reads),
-              static_cast<unsigned long long>(pushed.gets),
-              static_cast<unsigned long long>(nopush.gets), pushed.pushed);
+  Print(pushed, nopush);
   EXPECT_EQ(nopush.reads, static_cast<uint64_t>(kFiles));
   EXPECT_GT(pushed.pushed, kFiles / 2);
   EXPECT_LT(pushed.reads, static_cast<uint64_t>(kFiles / 2));
