@@ -16,7 +16,8 @@ tests/support/delay_proxy.py between client and server holding each chunk the cl
 
 Patterns, each cold (every mount remade and the page cache dropped before every pass), read by
 bench/readfiles with 8 threads: "random" (a shuffled sample of --shared-sample files by path,
-another slice each repeat), "directory walk" (one directory's files in name order, as `cp -r`
+another slice each repeat), "epoch" (every file of the set once, by path, in a shuffled order,
+another each repeat: one epoch of a loader that does not list first), "directory walk" (one directory's files in name order, as `cp -r`
 reads them, by path; another directory each repeat), "list + walk" (the same after listing the
 directory, as `cp -r` does; the listing counts in the time), "list + walk, 1 reader" (the same
 with one thread, as `cp -r` itself reads), "list + random" (the random sample
@@ -56,8 +57,10 @@ CHECK_FILES = 300  # files per contender compared byte for byte before measuring
 # "list + walk, 1 reader" is that walk by one thread, as `cp -r` itself reads: where the files
 # after a READ can be pushed before the reader asks for them (several readers taking a directory's
 # files in turn ask first).
-PATTERNS = ("random", "directory walk", "list + walk", "list + walk, 1 reader", "list + random",
-            "find")
+# "epoch" reads every file once at random, by path: past the first part of each directory
+# packfs lists it and walks it (fuse/push.h), which a sample (random) never makes it do.
+PATTERNS = ("random", "epoch", "directory walk", "list + walk", "list + walk, 1 reader",
+            "list + random", "find")
 LISTED = ("list + walk", "list + walk, 1 reader", "list + random")
 SSHD = "/usr/sbin/sshd"
 
@@ -122,6 +125,10 @@ class Lists:
         if pattern in ("random", "list + random"):
             n = self.sample
             return [self.order[(r * n + i) % len(self.order)] for i in range(n)]
+        if pattern == "epoch":
+            order = sorted(self.ext)
+            random.Random(2200 + r).shuffle(order)
+            return order
         return self.by_dir[self.dirs[r % len(self.dirs)]]
 
     def path_list(self, pattern, r):

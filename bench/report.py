@@ -789,7 +789,8 @@ def shared_section(rows, L):
               "(defaults, `--read-only`); packfs of the URL; raw = one ranged GET per loose file, "
               "8 keep-alive connections. Every pass cold (mounts remade, page cache dropped), "
               f"8 reader threads (`bench/readfiles`): random = {meta['sample']} files by path in "
-              f"shuffled order; directory walk = one directory ({meta['dir_files']} files) in "
+              f"shuffled order; epoch = all {meta['files']} files by path in shuffled order; "
+              f"directory walk = one directory ({meta['dir_files']} files) in "
               "name order, by path; list + walk = the same after listing the directory, as "
               "`cp -r` does (the listing counted in the rate; raw reads have nothing to list); "
               "list + walk, 1 reader = the same by one thread, as `cp -r` itself reads; "
@@ -815,8 +816,8 @@ def shared_section(rows, L):
         head += ["packfs -o nopush files/s", "packfs / nopush"]
     L += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for g in groups:
-        for pattern in ("random", "directory walk", "list + walk", "list + walk, 1 reader",
-                        "list + random"):
+        for pattern in ("random", "epoch", "directory walk", "list + walk",
+                        "list + walk, 1 reader", "list + random"):
             cells, rates, reqs = [g, pattern], {}, []
             for role in ("loose", "packfs", "raw", "local", "ring", "nopush"):
                 rs = runs.get((g, pattern, names.get((g, role))), [])

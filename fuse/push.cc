@@ -322,11 +322,16 @@ void Pusher::RunLists() {
 
 void Pusher::Walk(uint64_t dir) {
   const Filesystem::ChildSpan span = walk_children_(dir);
-  if (!span.local_members) return;  // network file systems: see ReadThrough
+  // Not on network file systems (see ReadThrough): their shards' bytes are streamed into the
+  // page cache instead (Filesystem::StreamDir).
+  if (!span.local_members && !span.remote_members) return;
   auto room_for = [this](uint64_t bytes) {
     const std::optional<uint64_t> room = walk_room_();
     return room && *room >= bytes + kWalkReserve;
   };
+  // A local shard's bytes are cached twice (in the shard and in the files); a remote shard's
+  // stay in the page cache once, pushed (its memory cache is bounded apart), or twice with a
+  // disk cache: counted twice either way.
   if (!room_for(2 * span.bytes)) {
     NoRoom(dir);  // nor by the reads' windows (see push.h); marked before it is counted
     stats_.CountPush(Stats::PushEvent::kWalkNoRoom);

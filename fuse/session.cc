@@ -136,8 +136,8 @@ bool ReadRun(const Filesystem& fs, ReadBuffers& buffers, Pusher& pusher, uint64_
   job->buf = buffers.Take();
   Result<ReadReply> got =
       fs.ReadThrough(ino, 0, attr->size, pusher.window(), SIZE_MAX,
-                     [](uint64_t) { return true; }, pusher, 0, &job->buf, &job->followers,
-                     &job->dir);
+                     [](uint64_t) { return true; }, pusher, Filesystem::kDirWalker, &job->buf,
+                     &job->followers, &job->dir);
   if (!got.ok() || got->zero_copy() || got->bytes.size() != attr->size) {
     pusher.GiveBack(ino);
     for (const Filesystem::Follower& f : job->followers) pusher.GiveBack(f.ino);

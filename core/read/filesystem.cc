@@ -437,8 +437,9 @@ Filesystem::ChildSpan Filesystem::Children(uint64_t dir) const {
       first_file = false;
       const PackSet* set = ToSource(n).set;
       span.local_members = set->shard_files() && !set->raw_members() && !set->on_network_fs();
-      // Not walked: the rest of the rows is not worth reading (a remote catalog's pages).
-      if (!span.local_members) return false;
+      span.remote_members = !set->shard_files() && !set->raw_members();
+      // Not walked: the rest of the rows is not worth reading.
+      if (!span.local_members && !span.remote_members) return false;
     }
     span.bytes += n.size;
     return true;
@@ -479,7 +480,8 @@ Result<ReadReply> Filesystem::ReadThrough(
   const uint64_t last_candidate = std::min(ino + kMaxFollowers, max_ino());
   uint64_t last_wanted = 0;
   // The source first: a remote walk that lends nothing now (several readers) needs no more.
-  if (src.set->MayBringFollowers(src.node, reader) && in_dir(file.parent)) {
+  const bool walker = reader == kDirWalker;
+  if ((walker || src.set->MayBringFollowers(src.node, reader)) && in_dir(file.parent)) {
     for (uint64_t i = ino + 1; i <= last_candidate; ++i) {
       if (claims.Wanted(i)) last_wanted = i;
     }
@@ -529,7 +531,7 @@ Result<ReadReply> Filesystem::ReadThrough(
   }
   std::vector<std::span<const uint8_t>> data;
   Result<std::span<const uint8_t>> got =
-      src.set->ReadThrough(src.node, offset, chosen, scratch, &data);
+      src.set->ReadThrough(src.node, offset, chosen, scratch, &data, walker);
   if (!got.ok()) {
     give_back();
     if (got.status().code() == Code::kInvalidArgument) return copy();  // not a local member

@@ -197,24 +197,31 @@ class Filesystem {
     std::span<const uint8_t> data;
   };
   // `in_dir(dir)` is asked at most once, with the file's directory (also stored in `*dir`), and
-  // only when the shard could bring followers now: false means no followers this time. `reader` names who reads (a FUSE request's thread id; 0: none):
-  // a remote shard lends followers only to a walk one reader makes (RemoteReader::WalkAlone).
+  // only when the shard could bring followers now: false means no followers this time. `reader`
+  // names who reads (a FUSE request's thread id; 0: none): a remote shard lends followers only
+  // to a walk one reader makes (RemoteReader::WalkAlone). kDirWalker: the walk through a
+  // directory being read through (fuse/push.h); a remote shard then fetches its followers too,
+  // in shard order, so that its own read-ahead brings them a few large requests at a time.
   Result<ReadReply> ReadThrough(
       uint64_t ino, uint64_t offset, size_t size, uint64_t window, size_t zero_copy_min,
       const std::function<bool(uint64_t dir)>& in_dir, FollowerClaims& claims, uint64_t reader,
       std::vector<uint8_t>* scratch, std::vector<Follower>* followers, uint64_t* dir,
       std::span<uint8_t> into = {}) const;
+  // The `reader` of ReadThrough for a walk through a directory (see above).
+  static constexpr uint64_t kDirWalker = ~uint64_t{0};
   // Entries of directory `dir` (0 when it is not one).
   uint64_t ChildCount(uint64_t dir) const;
   // Its entries' inode numbers, [first, first + count) in name order, whether its first file is
-  // a member of a zip/tar shard file on a local file system (ReadThrough gives followers there,
-  // and only there: not for remote objects nor on a network file system), and, only when it is,
-  // its files' bytes (the rows are not read further otherwise). All zero when not a directory.
+  // a member of a zip/tar shard file on a local file system (ReadThrough gives followers there)
+  // or of a remote shard (a directory walk's ReadThrough fetches them there: kDirWalker), and,
+  // only when it is either, its files' bytes (the rows are not read further otherwise; not on a
+  // network file system). All zero when not a directory.
   struct ChildSpan {
     uint64_t first = 0;
     uint64_t count = 0;
     uint64_t bytes = 0;
     bool local_members = false;
+    bool remote_members = false;
   };
   ChildSpan Children(uint64_t dir) const;
   // The path of directory `dir` in the tree, relative to its root ("" for the root); nullopt

@@ -459,7 +459,7 @@ bool PackSet::MayBringFollowers(const Node& file, uint64_t reader) const {
 
 Result<std::span<const uint8_t>> PackSet::ReadThrough(
     const Node& file, uint64_t offset, std::span<const Node> followers,
-    std::vector<uint8_t>* scratch, std::vector<std::span<const uint8_t>>* out) const {
+    std::vector<uint8_t>* scratch, std::vector<std::span<const uint8_t>>* out, bool fetch) const {
   out->assign(followers.size(), std::span<const uint8_t>());
   if (file.is_dir() || raw_members_) return Status::InvalidArgument("not a zip or tar member");
   if (offset >= file.size) return std::span<const uint8_t>();
@@ -484,7 +484,9 @@ Result<std::span<const uint8_t>> PackSet::ReadThrough(
   }
   const size_t total = static_cast<size_t>(end - begin);
   const std::span<uint8_t> buf = PageMatched(scratch, begin, total);
-  if (src->fd() < 0) return ReadThroughCached(file, offset, followers, *src, begin, buf, out);
+  if (src->fd() < 0) {
+    return ReadThroughCached(file, offset, followers, *src, begin, buf, out, fetch);
+  }
   PACKFS_ASSIGN_OR_RETURN(size_t got, src->ReadAt(begin, buf));
   const std::span<const uint8_t> bytes(buf.data(), got);
   PrefetchedSource prefetched(*src, begin, bytes);
@@ -504,7 +506,8 @@ Result<std::span<const uint8_t>> PackSet::ReadThrough(
 
 Result<std::span<const uint8_t>> PackSet::ReadThroughCached(
     const Node& file, uint64_t offset, std::span<const Node> followers, const ShardSource& src,
-    uint64_t begin, std::span<uint8_t> buf, std::vector<std::span<const uint8_t>>* out) const {
+    uint64_t begin, std::span<uint8_t> buf, std::vector<std::span<const uint8_t>>* out,
+    bool fetch) const {
   // The file is read as any read of it is (ReadMemberAt: its request, if it needs one, is the
   // only one made); its bytes go first in `buf`, which holds the shard from `begin`.
   const uint64_t at = file.data_offset + offset;
@@ -520,15 +523,21 @@ Result<std::span<const uint8_t>> PackSet::ReadThroughCached(
   }
   const bool has_crc = HasCrc(file.shard);
   // Then the followers the shard holds now, on local disk (its disk cache) or in memory, in
-  // order, up to the first it does not.
+  // order, up to the first it does not. A walk fetches them instead: read in shard order, they
+  // are a walk to the remote reader too, which reads ahead of them in large parts.
   std::vector<Extent> lent;
   for (size_t i = 0; i < followers.size(); ++i) {
     const Node& f = followers[i];
+    const uint64_t f_end = f.data_offset + f.size;
     const std::span<uint8_t> member =
-        buf.subspan(f.local_header_offset - begin, f.data_offset + f.size - f.local_header_offset);
-    if (!src.ReadCachedRange(f.local_header_offset, member)) {
+        buf.subspan(f.local_header_offset - begin, f_end - f.local_header_offset);
+    if (fetch) {
+      Result<size_t> read =
+          src.ReadMemberAt(f.local_header_offset, f_end, f.local_header_offset, member, RunEnd(f));
+      if (!read.ok() || *read != member.size()) break;  // left to its own READ to report
+    } else if (!src.ReadCachedRange(f.local_header_offset, member)) {
       lent.clear();
-      if (!src.LendCachedMember(f.local_header_offset, f.data_offset + f.size, &lent)) break;
+      if (!src.LendCachedMember(f.local_header_offset, f_end, &lent)) break;
       size_t filled = 0;
       for (const Extent& e : lent) {
         if (e->size() > member.size() - filled) break;

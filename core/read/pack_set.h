@@ -148,12 +148,14 @@ class PackSet {
   // not match the catalog, or its CRC-32 does not: that member's own read reports why). Fails
   // like ReadCopy for the file itself. Zip/tar shards: local fd-backed ones, and, with followers,
   // others (remote), which bring only the followers they hold already (in a disk cache or in
-  // memory) and leave the rest empty (ReadThroughCached). InvalidArgument otherwise: callers
+  // memory) and leave the rest empty (ReadThroughCached), or, with `fetch` (a directory walk),
+  // read them too, in order, each as its own read would. InvalidArgument otherwise: callers
   // use ReadCopy.
   Result<std::span<const uint8_t>> ReadThrough(const Node& file, uint64_t offset,
                                                std::span<const Node> followers,
                                                std::vector<uint8_t>* scratch,
-                                               std::vector<std::span<const uint8_t>>* out) const;
+                                               std::vector<std::span<const uint8_t>>* out,
+                                               bool fetch = false) const;
 
   // Whether ReadThrough may bring followers of `file` to `reader` now: a local shard file, or a
   // shard held elsewhere that lends them (ShardSource::MayLendFollowers). Cheap: no catalog query.
@@ -169,10 +171,12 @@ class PackSet {
   // ReadThrough of a shard held elsewhere (a remote one): the file read as ReadCopy would, and
   // the followers whose bytes `src` holds now, in its disk cache (ReadCachedRange) or in memory
   // (LendCachedMember), in order up to the first it does not: no request beyond the file's own.
-  // `buf` holds the shard from `begin`.
+  // With `fetch`, each follower is read as the file is (ReadMemberAt), in order up to the first
+  // that fails. `buf` holds the shard from `begin`.
   Result<std::span<const uint8_t>> ReadThroughCached(
       const Node& file, uint64_t offset, std::span<const Node> followers, const ShardSource& src,
-      uint64_t begin, std::span<uint8_t> buf, std::vector<std::span<const uint8_t>>* out) const;
+      uint64_t begin, std::span<uint8_t> buf, std::vector<std::span<const uint8_t>>* out,
+      bool fetch) const;
   // Where the run of members of `file`'s directory ends in its shard: the end of the bytes of the
   // directory's last entry when that is a file in the same shard (at or past `file`'s end), else
   // 0 (unknown). Read once per directory from the catalog, then remembered. Lets a remote walk
