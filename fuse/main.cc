@@ -285,6 +285,7 @@ Result<Plan> MakePlan(const Cli& cli) {
     plan.remote.read.disk_bytes = *n;
   }
   plan.remote.read.prefetch_threads = static_cast<int>(plan.remote.http.max_connections);
+  if (!plan.mount.block_gets) plan.remote.read.block_member_limit = 0;
   plan.threads = cli.threads > 0 ? cli.threads : plan.mount.threads.value_or(8);
   plan.debug = cli.debug || plan.mount.debug;
   plan.foreground = cli.foreground || plan.debug;
@@ -514,7 +515,7 @@ int main(int argc, char** argv) {
                  "read_ahead=SIZE, catalog=PATH|none, threads=N, active_threads=N, "
                  "on_collision=first|last, "
                  "log=FILE, nonempty, nocrc, push=SIZE, nopush, nostream, nowalk, nolist, "
-                 "nozerocopy, open, io_uring, noio_uring, ...")
+                 "exact_gets, nozerocopy, open, io_uring, noio_uring, ...")
       ->allow_extra_args(false);
   app.add_option("--threads", cli.threads, "FUSE worker threads (default 8)")
       ->check(CLI::Range(1, 1024));

@@ -90,6 +90,8 @@ Status ParseMountOptions(std::string_view list, MountOptions* out) {
       out->walk = false;
     } else if (opt == "nolist") {
       out->list = false;
+    } else if (opt == "exact_gets") {
+      out->block_gets = false;
     } else if (name == "push") {
       Result<uint64_t> v = ParseByteSize(value);
       if (!v.ok()) return v.status().WithPrefix("-o push");

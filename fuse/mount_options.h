@@ -38,6 +38,7 @@ struct MountOptions {
   bool stream = true;                       // -o nostream: no directory streaming
   bool walk = true;                         // -o nowalk: no walks of ready directories
   bool list = true;                         // -o nolist: no listings of ready directories
+  bool block_gets = true;                   // -o exact_gets: remote small files fetched exactly
   std::optional<uint64_t> push_window;      // -o push=SIZE (bytes), -o nopush (0)
   bool crc = true;                          // -o nocrc: no CRC-32 checks of members
   bool debug = false;                       // -o debug

@@ -69,6 +69,7 @@ RemoteReaderOptions CatalogPageOptions(const RemoteReaderOptions& shard_read,
   // near the start) and lookups read only what they touch.
   o.whole_member_limit = 0;
   o.walk_window = 0;
+  o.block_member_limit = 0;
   o.sequential_before_window = 256 << 10;
   // SQLite reads a scan's pages in order, one at a time: a read more than a block past the last
   // is a jump (another shard row, another directory), not the same scan.

@@ -485,7 +485,9 @@ Status RemoteReader::LendFromMemory(const std::shared_ptr<const RangeFetcher>& o
   uint64_t reach = 0;
   const bool walk = small && options_.walk_window > 0 &&
                     Walking(object->cache_key(), member_begin, member_end, run_end, &reach);
-  if (small && !walk) {
+  const std::string key = BlockKey(*object);
+  const bool by_block = small && !walk && ByBlock(key, member_begin, member_end);
+  if (small && !walk && !by_block) {
     PACKFS_ASSIGN_OR_RETURN(Bytes bytes,
                             GetMember(object, member_begin, member_end - member_begin));
     if (bytes->size() != member_end - member_begin) {
@@ -496,7 +498,6 @@ Status RemoteReader::LendFromMemory(const std::shared_ptr<const RangeFetcher>& o
   }
 
   const uint64_t bs = options_.block_size;
-  const std::string key = BlockKey(*object);
   // A walk reads ahead across members, up to its reach (see Walking) or the object's end; a
   // large member within itself.
   if (walk) ++walk_reads_;
@@ -546,6 +547,15 @@ Status RemoteReader::LendFromMemory(const std::shared_ptr<const RangeFetcher>& o
     }
     if (!job.claims.empty()) Enqueue(std::move(job));
   }
+  if (by_block) {
+    if (mine.empty()) {
+      block_judge_.Hit();
+      ++block_hits_;
+    } else {
+      block_fetches_ += mine.size();
+      if (block_judge_.Fetched(mine.size())) ++block_pauses_;
+    }
+  }
   Status fetched = FetchBlocks(*object, mine, false);
   if (!fetched.ok()) return fetched;
   size_t done = 0;
@@ -583,6 +593,41 @@ Status RemoteReader::LendFromMemory(const std::shared_ptr<const RangeFetcher>& o
     for (uint64_t b = lo; b < hi; ++b) memory_.Drop(key, b * bs);
   }
   return Status::OK();
+}
+
+bool RemoteReader::ByBlock(const std::string& key, uint64_t begin, uint64_t end) {
+  if (end - begin > options_.block_member_limit) return false;
+  const uint64_t bs = options_.block_size;
+  bool held = true;
+  for (uint64_t b = begin / bs; held && b * bs < end; ++b) held = memory_.Contains(key, b * bs);
+  return held || block_judge_.Take();
+}
+
+bool RemoteReader::BlockJudge::Take() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pause_left_ == 0) return true;
+  --pause_left_;
+  return false;
+}
+
+bool RemoteReader::BlockJudge::Fetched(uint64_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fetched_ += n;
+  if (fetched_ < kJudge) return false;
+  const bool pays = hits_ * 16 >= fetched_;
+  fetched_ = hits_ = 0;
+  if (pays) {
+    next_pause_ = kFirstPause;
+    return false;
+  }
+  pause_left_ = next_pause_;
+  next_pause_ = std::min(2 * next_pause_, kMaxPause);
+  return true;
+}
+
+void RemoteReader::BlockJudge::Hit() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++hits_;
 }
 
 bool RemoteReader::IsMember(uint64_t size, uint64_t member_begin, uint64_t member_end,
@@ -627,6 +672,9 @@ RemoteReaderStats RemoteReader::stats() const {
   s.walk_lent = walk_lent_.load();
   s.walk_lend_shared = walk_lend_shared_.load();
   s.disk_hits = disk_hits_.load();
+  s.block_fetches = block_fetches_.load();
+  s.block_hits = block_hits_.load();
+  s.block_pauses = block_pauses_.load();
   s.memory_bytes = memory_.bytes();
   s.memory_peak = memory_.peak_bytes();
   if (disk_) {
@@ -647,6 +695,9 @@ std::string RemoteReader::StatsJson() const {
          ", \"walk_lent\": " + std::to_string(s.walk_lent) +
          ", \"walk_lend_shared\": " + std::to_string(s.walk_lend_shared) +
          ", \"disk_hits\": " + std::to_string(s.disk_hits) +
+         ", \"block_fetches\": " + std::to_string(s.block_fetches) +
+         ", \"block_hits\": " + std::to_string(s.block_hits) +
+         ", \"block_pauses\": " + std::to_string(s.block_pauses) +
          ", \"memory_bytes\": " + std::to_string(s.memory_bytes) +
          ", \"memory_peak\": " + std::to_string(s.memory_peak) +
          ", \"memory_limit\": " + std::to_string(options_.memory_bytes) +

@@ -3,8 +3,9 @@
 // read counted in nginx's access log), an http set without a catalog (refused with advice),
 // moto S3 with signed requests (with a catalog) and unsigned (listed and indexed at mount), a
 // stale catalog and shards replaced on the server under a live mount (EIO on their members only,
-// found by the shard's first GET or by If-Match; the daemon keeps serving); a directory read
-// through after a listing is not walked (no GET for a file nobody asked for).
+// found by the shard's first GET or by If-Match; the daemon keeps serving); a small file's
+// neighbour comes with its block (no GET of its own; one with -o exact_gets); with -o nowalk a
+// directory read through after a listing is not walked (no GET for a file nobody asked for).
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -140,6 +142,39 @@ TEST_F(RemoteMountTest, SmallFileFirstReadIsOneRangedGet) {
   // A second read comes from the page cache (or at worst one more GET), never a header read.
   ASSERT_EQ(testing::ReadWithErrno(path, &bytes), 0);
   EXPECT_LE(server_->SettledRequests(uri), before + 2);
+}
+
+// A small file read at random is fetched with the rest of its 256 KiB block (RemoteReader): a
+// file of the same directory read next costs no GET; with -o exact_gets it costs its own.
+// (-o nowalk: two files of ten make the directory ready, and its walk would fetch the rest.)
+TEST_F(RemoteMountTest, ASmallFilesNeighbourComesWithItsBlock) {
+  for (const bool exact : {false, true}) {
+    SCOPED_TRACE(exact ? "-o exact_gets" : "by the block");
+    std::vector<std::string> args = CacheArgs();
+    args.insert(args.end(), {"-o", exact ? "nowalk,exact_gets" : "nowalk"});
+    Mount m({server_->url() + "/media"}, Mnt(), args);
+    ASSERT_TRUE(m.ok()) << m.result().err;
+    // Two files with bytes in one shard, the later one first (not a walk).
+    std::map<std::string, std::vector<std::string>> by_shard;
+    for (const auto& e : fs::directory_iterator(Mnt() + "/small/d1")) {
+      if (fs::file_size(e.path()) == 0) continue;
+      by_shard[testing::XattrText(e.path(), "user.packfs.shard")].push_back(
+          e.path().filename().string());
+    }
+    auto two = std::find_if(by_shard.begin(), by_shard.end(),
+                            [](const auto& s) { return s.second.size() >= 2; });
+    ASSERT_NE(two, by_shard.end());
+    std::vector<std::string> names = two->second;
+    std::sort(names.rbegin(), names.rend());
+    const std::string uri = two->first.substr(server_->url().size());
+    const size_t before = server_->SettledRequests(uri);
+    for (size_t i = 0; i < 2; ++i) {
+      std::string bytes;
+      ASSERT_EQ(testing::ReadWithErrno(Mnt() + "/small/d1/" + names[i], &bytes), 0);
+      EXPECT_TRUE(bytes == testing::ReadFile(*tmp_ / ("src/small/d1/" + names[i]))) << names[i];
+    }
+    EXPECT_EQ(server_->SettledRequests(uri), before + (exact ? 2 : 1)) << server_->AccessLog();
+  }
 }
 
 // With -o nowalk, a directory read through after a listing is not walked on a remote set
@@ -303,12 +338,16 @@ TEST_F(RemoteMountTest, StaleCatalogFailsThatShardsReadsNotTheMount) {
 // Shards changed on the server under a live mount: one grows before any read of it (its first
 // GET finds the size wrong), one is rewritten in place with the same bytes and size after its
 // first read (nginx's ETag changes with the mtime, so If-Match fails). Their members fail with
-// EIO; the other shards keep serving and the mount stays up.
+// EIO; the other shards keep serving and the mount stays up. (-o exact_gets: each file read is a
+// GET of its own bytes, so no file read after the change was fetched before it with the first
+// one's block; such a file would be served from memory, the bytes of the version the mount saw.)
 TEST_F(RemoteMountTest, ReplacedShardsFailWithEioOthersStillServe) {
   const std::string dir = *tmp_ / "www/live/media";
   testing::Sh("mkdir -p '" + dir + "' && cp -p '" + (*tmp_ / "www/media") + "'/pack-*.zip '" +
               (*tmp_ / "www/media/.packfs-catalog.sqlite") + "' '" + dir + "'/");
-  Mount m({server_->url() + "/live/media"}, Mnt(), CacheArgs());
+  std::vector<std::string> args = CacheArgs();
+  args.insert(args.end(), {"-o", "exact_gets"});
+  Mount m({server_->url() + "/live/media"}, Mnt(), args);
   ASSERT_TRUE(m.ok()) << m.result().err;
   // Which files live in which shard (read nothing yet, so no page cache hides a change).
   std::map<std::string, std::vector<std::string>> by_shard = FilesByShard(Mnt(), *tmp_ / "src");

@@ -25,7 +25,7 @@ TEST(MountOptionsTest, KeepsItsOwnPassesTheRestAndDropsMountsOnly) {
   ASSERT_TRUE(
       ParseMountOptions("uid=7,umask=022,threads=4,active_threads=3,push=256K,defaults,noauto,"
                         "x-systemd.x,"
-                        "allow_other,nocrc,open,read_ahead=2M,nowalk,nolist",
+                        "allow_other,nocrc,open,read_ahead=2M,nowalk,nolist,exact_gets",
                         &o)
           .ok());
   EXPECT_EQ(o.uid, std::optional<uint32_t>(7));
@@ -41,6 +41,8 @@ TEST(MountOptionsTest, KeepsItsOwnPassesTheRestAndDropsMountsOnly) {
   EXPECT_TRUE(MountOptions().walk);  // walks are the default
   EXPECT_FALSE(o.list);
   EXPECT_TRUE(MountOptions().list);  // and listings
+  EXPECT_FALSE(o.block_gets);
+  EXPECT_TRUE(MountOptions().block_gets);  // and remote block fetches
   EXPECT_EQ(o.fuse_options, std::vector<std::string>{"allow_other"});
   EXPECT_EQ(FuseOptionString(o, "/data/a,b", 131072),
             "ro,default_permissions,subtype=packfs,fsname=/data/a\\,b,allow_other,"
