@@ -518,6 +518,25 @@ Status RemoteReader::LendFromMemory(const std::shared_ptr<const RangeFetcher>& o
       ++memory_hits_;
     }
   }
+  // A small member read at random that fetches brings the rest of its aligned fetch unit along,
+  // in the same request (its blocks not held or claimed already).
+  if (by_block && !mine.empty()) {
+    const uint64_t unit = std::max<uint64_t>(1, options_.block_fetch_bytes / bs);
+    std::vector<Claim> all;
+    for (uint64_t b = b0 / unit * unit; b < (b1 / unit + 1) * unit && b * bs < size; ++b) {
+      if (b >= b0 && b <= b1) {
+        if (!mine.empty() && mine.front().block == b) {
+          all.push_back(std::move(mine.front()));
+          mine.erase(mine.begin());
+        }
+        continue;
+      }
+      if (memory_.Contains(key, b * bs)) continue;
+      BlockCache::Lookup l = memory_.Acquire(key, b * bs, std::min(bs, size - b * bs));
+      if (l.owner) all.push_back(Claim{b, l.slot});
+    }
+    mine = std::move(all);
+  }
   // Read-ahead first, so its requests run while this read waits for its own. The window is
   // claimed in whole parts of an eighth of it (about eight requests in flight): FUSE hands a
   // sequential reader's bytes over 128 KiB at a time, and claiming the one block each read

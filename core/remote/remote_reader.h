@@ -1,5 +1,6 @@
 // RemoteReader: how reads of remote shards become requests. Small members are fetched whole on
-// their first read (one request); large members are read in aligned blocks, and a sequential
+// their first read (one request; read at random, those up to a quarter of a block come with the
+// rest of their block, below); large members are read in aligned blocks, and a sequential
 // reader gets a read-ahead window that doubles with each read that continues the last one, fetched
 // in parallel parts by background threads; random reads fetch the blocks they touch. Fetched bytes
 // go to a bounded in-memory LRU (BlockCache) and, optionally, a DiskCache that outlives the mount.
@@ -26,19 +27,22 @@
 // neighbour. Random reads are almost never neighbours three times in sixteen.
 //
 // Small members read at random (a loader's shuffled epoch; files of up to a quarter of a block)
-// are fetched by their aligned blocks rather than exactly: one request of 256 KiB costs about the
-// round trip one of 20 KiB does, and brings the neighbours that share the block, which stay in
-// the memory cache for their own reads (no request then). That pays while their reads come
+// are fetched with the rest of their aligned fetch unit (512 KiB, two blocks) rather than
+// exactly: one request of 512 KiB costs about the round trip one of 20 KiB does, and brings the
+// neighbours that share the unit, which stay in the memory cache for their own reads (no request
+// then). That pays while their reads come
 // before the cache lets the blocks go: a set that fits in it, read whole. Over a set far larger
 // than the cache, or a sparse sample of one, a block's neighbours are rarely read in time, and
-// each read would fetch 256 KiB for its 20 (BlockJudge below): once fewer than one small read at
+// each read would fetch 512 KiB for its 20 (BlockJudge below): once fewer than one small read at
 // random in 16 finds its block in memory per block so fetched, such reads fetch exactly their
 // member again for a pause (1,024 of them, doubling while it keeps not paying, up to 65,536).
 // Measured (nginx behind 5 ms, 3,000 files of 4-32 KiB in one shard, 8 readers by path, fresh
 // mount and dropped caches, 2 interleaved rounds, 2026-12-07): an epoch in a shuffled order
 // 10.5-13.4k files/s against 6.7k fetching each exactly (180 GETs instead of 522-539), a random
 // third of the set 4.3-4.5k against 1.4-1.6k (205 GETs instead of 737-751; 56 MB fetched to read
-// 18.5, where the directory walks of fuse/push.h fetched 69 MB before).
+// 18.5, where the directory walks of fuse/push.h fetched 69 MB before). Those with one block as
+// the unit; with two (3 interleaved rounds): the epoch 15.9-17.3k files/s against 12.7-14.5k,
+// the random third 6.7-6.8k against 4.7-5.2k, 101-105 GETs instead of 174-205, the same bytes.
 //
 // Why these numbers: FUSE hands reads over in 128 KiB pieces, so over a 20 ms round trip a
 // member read one piece per request crawls at ~6 MiB/s; one request for a small member (most
@@ -120,6 +124,8 @@ struct RemoteReaderOptions {
   // Small members up to this size (local header included) read at random are fetched by their
   // aligned blocks while that pays (see above); 0: always exactly.
   uint64_t block_member_limit = uint64_t{64} << 10;
+  // What such a read fetches: the aligned unit of this many bytes around it (whole blocks).
+  uint64_t block_fetch_bytes = uint64_t{512} << 10;
   int prefetch_threads = 8;
   // On-disk cache (--disk-cache DIR, --disk-cache-size); empty: none.
   std::string disk_dir;

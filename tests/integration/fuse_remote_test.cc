@@ -144,7 +144,7 @@ TEST_F(RemoteMountTest, SmallFileFirstReadIsOneRangedGet) {
   EXPECT_LE(server_->SettledRequests(uri), before + 2);
 }
 
-// A small file read at random is fetched with the rest of its 256 KiB block (RemoteReader): a
+// A small file read at random is fetched with the rest of its 512 KiB unit (RemoteReader): a
 // file of the same directory read next costs no GET; with -o exact_gets it costs its own.
 // (-o nowalk: two files of ten make the directory ready, and its walk would fetch the rest.)
 TEST_F(RemoteMountTest, ASmallFilesNeighbourComesWithItsBlock) {
