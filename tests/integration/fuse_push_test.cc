@@ -707,12 +707,22 @@ TEST_F(FusePushTest, TheDaemonsThreadsAreNamed) {
   Mount mount({tmp_ / "media"}, tmp_ / "mnt", kPush);
   ASSERT_TRUE(mount.ok()) << mount.result().err;
   const int pid = MountStats(mount.path())["pid"].get<int>();
+  // Each thread names itself as it starts: on a loaded machine one may not have yet (seen once
+  // in a fresh-clone test.sh: no packfs-stream), so look again for up to 5 s.
   std::map<std::string, int> names;
-  for (const auto& task : std::filesystem::directory_iterator(
-           "/proc/" + std::to_string(pid) + "/task")) {
-    std::string comm = testing::ReadFile(task.path() / "comm");
-    if (!comm.empty() && comm.back() == '\n') comm.pop_back();
-    ++names[comm];
+  for (int tries = 0; tries < 100; ++tries) {
+    names.clear();
+    for (const auto& task : std::filesystem::directory_iterator(
+             "/proc/" + std::to_string(pid) + "/task")) {
+      std::string comm = testing::ReadFile(task.path() / "comm");
+      if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+      ++names[comm];
+    }
+    if (names["packfs-push"] == 2 && names["packfs-walk"] == 1 && names["packfs-list"] == 1 &&
+        names["packfs-stream"] == 1) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_EQ(names["packfs-push"], 2);
   EXPECT_EQ(names["packfs-walk"], 1);
