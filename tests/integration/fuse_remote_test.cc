@@ -144,6 +144,17 @@ TEST_F(RemoteMountTest, SmallFileFirstReadIsOneRangedGet) {
   EXPECT_LE(server_->SettledRequests(uri), before + 2);
 }
 
+// The files of each shard of the mount, by shard reference ("media/pack-0001.zip").
+std::map<std::string, std::vector<std::string>> FilesByShard(const std::string& mnt,
+                                                             const std::string& src) {
+  std::map<std::string, std::vector<std::string>> by_shard;
+  for (const auto& [key, bytes] : testing::TreeFiles(src)) {
+    const std::string ref = testing::XattrText(mnt + "/" + key, "user.packfs.ref");
+    by_shard[ref.substr(ref.rfind("::") + 2)].push_back(key);
+  }
+  return by_shard;
+}
+
 // A small file read at random is fetched with the rest of its 512 KiB unit (RemoteReader): a
 // file of the same directory read next costs no GET; with -o exact_gets it costs its own.
 // (-o nowalk: two files of ten make the directory ready, and its walk would fetch the rest.)
@@ -154,24 +165,27 @@ TEST_F(RemoteMountTest, ASmallFilesNeighbourComesWithItsBlock) {
     args.insert(args.end(), {"-o", exact ? "nowalk,exact_gets" : "nowalk"});
     Mount m({server_->url() + "/media"}, Mnt(), args);
     ASSERT_TRUE(m.ok()) << m.result().err;
-    // Two files with bytes in one shard, the later one first (not a walk).
-    std::map<std::string, std::vector<std::string>> by_shard;
-    for (const auto& e : fs::directory_iterator(Mnt() + "/small/d1")) {
-      if (fs::file_size(e.path()) == 0) continue;
-      by_shard[testing::XattrText(e.path(), "user.packfs.shard")].push_back(
-          e.path().filename().string());
+    // Two files with bytes of small/d1 in one shard, the later one first (not a walk).
+    std::string shard;
+    std::vector<std::string> keys;
+    for (const auto& [in, all] : FilesByShard(Mnt(), *tmp_ / "src")) {
+      keys.clear();
+      for (const auto& key : all) {
+        if (key.starts_with("small/d1/") && fs::file_size(*tmp_ / ("src/" + key)) > 0) {
+          keys.push_back(key);
+        }
+      }
+      shard = in;
+      if (keys.size() >= 2) break;
     }
-    auto two = std::find_if(by_shard.begin(), by_shard.end(),
-                            [](const auto& s) { return s.second.size() >= 2; });
-    ASSERT_NE(two, by_shard.end());
-    std::vector<std::string> names = two->second;
-    std::sort(names.rbegin(), names.rend());
-    const std::string uri = two->first.substr(server_->url().size());
+    ASSERT_GE(keys.size(), 2u);
+    std::sort(keys.rbegin(), keys.rend());
+    const std::string uri = "/" + shard;  // "/media/pack-000N.zip"
     const size_t before = server_->SettledRequests(uri);
     for (size_t i = 0; i < 2; ++i) {
       std::string bytes;
-      ASSERT_EQ(testing::ReadWithErrno(Mnt() + "/small/d1/" + names[i], &bytes), 0);
-      EXPECT_TRUE(bytes == testing::ReadFile(*tmp_ / ("src/small/d1/" + names[i]))) << names[i];
+      ASSERT_EQ(testing::ReadWithErrno(Mnt() + "/" + keys[i], &bytes), 0);
+      EXPECT_TRUE(bytes == testing::ReadFile(*tmp_ / ("src/" + keys[i]))) << keys[i];
     }
     EXPECT_EQ(server_->SettledRequests(uri), before + (exact ? 2 : 1)) << server_->AccessLog();
   }
@@ -284,17 +298,6 @@ TEST_F(RemoteMountTest, UnreachableServerFailsTheMount) {
   Mount m({"http://127.0.0.1:" + std::to_string(port) + "/media"}, Mnt(), CacheArgs());
   EXPECT_FALSE(m.ok());
   EXPECT_NE(m.result().err.find("127.0.0.1"), std::string::npos) << m.result().err;
-}
-
-// The files of each shard of the mount, by shard reference ("media/pack-0001.zip").
-std::map<std::string, std::vector<std::string>> FilesByShard(const std::string& mnt,
-                                                             const std::string& src) {
-  std::map<std::string, std::vector<std::string>> by_shard;
-  for (const auto& [key, bytes] : testing::TreeFiles(src)) {
-    const std::string ref = testing::XattrText(mnt + "/" + key, "user.packfs.ref");
-    by_shard[ref.substr(ref.rfind("::") + 2)].push_back(key);
-  }
-  return by_shard;
 }
 
 // The mount's user.packfs.errors as one line of JSON text.
