@@ -107,14 +107,16 @@ run_case() {
   cleanup
 }
 
-# nolist: reading one.bin makes a/ half read, and the mount would list it and push two.bin
-# ahead (fuse/dir_lister.h); the reader must meet the stopped server.
-run_case -o noio_uring,nolist
+# nopush: reading one.bin makes a/ half read, and the mount would list it and push two.bin
+# ahead (fuse/dir_lister.h, fuse/push.h); the reader must meet the stopped server. (-o nolist
+# alone still let a fresh-clone run read two.bin with the server stopped, twice in 30-odd runs:
+# nopush also leaves out the walk, the streaming and the reads' pushes.)
+run_case -o noio_uring,nopush
 if [[ -e $param ]]; then
   param_was=$(cat "$param")
   echo Y > "$param"
-  run_case -o io_uring,nolist
-  DAEMON=1 run_case -o io_uring,nolist
+  run_case -o io_uring,nopush
+  DAEMON=1 run_case -o io_uring,nopush
 fi
 
 if ((failures > 0)); then
