@@ -255,7 +255,10 @@ Result<Plan> MakePlan(const Cli& cli) {
   if (!cli.endpoint.empty()) plan.remote.s3.endpoint = cli.endpoint;
   if (!cli.region.empty()) plan.remote.s3.region = cli.region;
   if (cli.anonymous) plan.remote.s3.anonymous = true;
-  if (cli.max_connections > 0) plan.remote.http.max_connections = cli.max_connections;
+  // 16 by default: 8 readers' own requests and as many fetched ahead of them (next units of a
+  // shuffled epoch, walks' parts) run at once. Behind 20 ms, a random third of 3,000 small
+  // files over HTTP by 8 readers read 3.5k files/s against 2.9k with 8 (2026-12-07, by hand).
+  plan.remote.http.max_connections = cli.max_connections > 0 ? cli.max_connections : 16;
   plan.remote.cache_dir = AbsolutePath(cli.cache_dir);
   plan.log_file = AbsolutePath(!cli.log.empty() ? cli.log : plan.mount.log.value_or(""));
   plan.default_log_file = DefaultLogFile(
@@ -543,7 +546,7 @@ int main(int argc, char** argv) {
   app.add_flag("--anonymous", cli.anonymous,
                "unsigned S3 requests (public buckets), even when AWS_ACCESS_KEY_ID is set");
   app.add_option("--max-connections", cli.max_connections,
-                 "concurrent HTTP requests to remote sources (default 8)")
+                 "concurrent HTTP requests to remote sources (default 16)")
       ->check(CLI::Range(1, 1024));
   app.add_option("--cache-dir", cli.cache_dir,
                  "where catalogs of remote sources are cached, and the default log file "

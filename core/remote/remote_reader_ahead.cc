@@ -230,6 +230,12 @@ bool RemoteReader::ByBlock(const std::string& key, uint64_t begin, uint64_t end)
   return held || block_judge_.Take();
 }
 
+bool RemoteReader::AheadUnitPays() {
+  const uint64_t unit = std::max(options_.block_fetch_bytes, options_.block_size);
+  return memory_.capacity() >= 16 * unit &&
+         memory_.pending_bytes() + unit <= memory_.capacity() / 2 && block_judge_.PaysWell();
+}
+
 bool RemoteReader::BlockJudge::Take() {
   std::lock_guard<std::mutex> lock(mu_);
   if (pause_left_ == 0) return true;
@@ -242,6 +248,7 @@ bool RemoteReader::BlockJudge::Fetched(uint64_t n) {
   fetched_ += n;
   if (fetched_ < kJudge) return false;
   const bool pays = hits_ * 16 >= fetched_;
+  pays_well_ = hits_ * 2 >= fetched_;
   fetched_ = hits_ = 0;
   if (pays) {
     next_pause_ = kFirstPause;
@@ -255,6 +262,11 @@ bool RemoteReader::BlockJudge::Fetched(uint64_t n) {
 void RemoteReader::BlockJudge::Hit() {
   std::lock_guard<std::mutex> lock(mu_);
   ++hits_;
+}
+
+bool RemoteReader::BlockJudge::PaysWell() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pays_well_ && pause_left_ == 0;
 }
 
 }  // namespace packfs

@@ -377,6 +377,7 @@ TEST_F(RemoteCacheTest, SmallMembersReadAtRandomAreFetchedByTheirBlocks) {
   auto reader = NewReader();
   auto src = Source(reader);
   ReadScattered(*src);
+  SettledFetched(*reader);
   const RemoteReaderStats s = reader->stats();
   const uint64_t blocks = kObjectSize / reader->options().block_size;  // 32
   EXPECT_EQ(s.walk_reads, 0u);
@@ -385,6 +386,32 @@ TEST_F(RemoteCacheTest, SmallMembersReadAtRandomAreFetchedByTheirBlocks) {
   EXPECT_EQ(s.block_fetches, s.bytes_fetched / reader->options().block_size);
   EXPECT_GE(s.block_hits, kSmallCount - blocks);
   EXPECT_EQ(s.block_pauses, 0u);
+  // Paying well (every member of the object read), each fetch brought the next unit along.
+  EXPECT_GT(s.block_ahead, 0u);
+  EXPECT_LT(s.block_ahead, s.block_fetches);
+}
+
+// Whether block fetches pay, and pay well enough to fetch the next unit ahead: each verdict,
+// every kJudge blocks, is on the hits since the one before.
+TEST(BlockJudgeTest, FetchesAheadOnlyWhileAHitComesForEveryTwoBlocks) {
+  RemoteReader::BlockJudge judge;
+  const uint64_t n = RemoteReader::BlockJudge::kJudge;
+  EXPECT_TRUE(judge.PaysWell());  // until the first verdict
+  for (uint64_t i = 0; i < n / 2; ++i) judge.Hit();
+  EXPECT_FALSE(judge.Fetched(n));
+  EXPECT_TRUE(judge.PaysWell());
+  // A hit for 16 blocks pays, not well: no pause, nothing fetched ahead.
+  for (uint64_t i = 0; i < n / 16; ++i) judge.Hit();
+  EXPECT_FALSE(judge.Fetched(n));
+  EXPECT_FALSE(judge.PaysWell());
+  EXPECT_TRUE(judge.Take());
+  for (uint64_t i = 0; i < n / 2; ++i) judge.Hit();
+  EXPECT_FALSE(judge.Fetched(n));
+  EXPECT_TRUE(judge.PaysWell());
+  // No hits: a pause, during which nothing is fetched by the block, ahead least of all.
+  EXPECT_TRUE(judge.Fetched(n));
+  EXPECT_FALSE(judge.PaysWell());
+  EXPECT_FALSE(judge.Take());
 }
 
 // ... and exactly, one request each, with block fetches off (block_member_limit 0).
@@ -419,6 +446,7 @@ TEST_F(RemoteCacheTest, BlockFetchesPauseWhereTheyDoNotPay) {
               static_cast<unsigned long long>(s.requests),
               static_cast<unsigned long long>(s.bytes_fetched));
   EXPECT_EQ(s.block_pauses, 1u);
+  EXPECT_EQ(s.block_ahead, 0u) << "a cache of fewer than 16 units fetches nothing ahead";
   EXPECT_GE(s.block_fetches, RemoteReader::BlockJudge::kJudge);
   EXPECT_LE(s.block_fetches, RemoteReader::BlockJudge::kJudge + 1);
   // Every read cost one request but those that found their block in memory; past the pause
