@@ -321,7 +321,7 @@ Status RemoteReader::LendFromMemory(const std::shared_ptr<const RangeFetcher>& o
               [](const Claim& x, const Claim& y) { return x.block < y.block; });
   }
   // While such fetches pay well, the next unit comes too, from a prefetch thread: the set is
-  // being read whole (an epoch), so it is fetched twice as many GETs at a time.
+  // being read whole (an epoch), so twice as many of its GETs run at a time.
   uint64_t ahead = 0;
   if (by_block && !mine.empty() && AheadUnitPays()) {
     const uint64_t unit = std::max<uint64_t>(1, options_.block_fetch_bytes / bs);
