@@ -132,6 +132,16 @@ Result<RemoteReader::Bytes> RemoteReader::GetMember(
   return shared;
 }
 
+void RemoteReader::ClaimFree(const std::string& key, uint64_t size, uint64_t from, uint64_t to,
+                             std::vector<Claim>* out) {
+  const uint64_t bs = options_.block_size;
+  for (uint64_t b = from; b < to && b * bs < size; ++b) {
+    if (memory_.Contains(key, b * bs)) continue;
+    BlockCache::Lookup l = memory_.Acquire(key, b * bs, std::min(bs, size - b * bs));
+    if (l.owner) out->push_back(Claim{b, l.slot});
+  }
+}
+
 Status RemoteReader::FetchBlocks(const RangeFetcher& object, const std::vector<Claim>& claims,
                                  bool prefetch) {
   const uint64_t bs = options_.block_size;
@@ -310,30 +320,22 @@ Status RemoteReader::LendFromMemory(const std::shared_ptr<const RangeFetcher>& o
   }
   // A small member read at random that fetches brings the rest of its aligned fetch unit along,
   // in the same request (its blocks not held or claimed already).
+  uint64_t ahead = 0;
   if (by_block && !mine.empty()) {
     const uint64_t unit = std::max<uint64_t>(1, options_.block_fetch_bytes / bs);
-    for (uint64_t b = b0 / unit * unit; b < (b1 / unit + 1) * unit && b * bs < size; ++b) {
-      if ((b >= b0 && b <= b1) || memory_.Contains(key, b * bs)) continue;
-      BlockCache::Lookup l = memory_.Acquire(key, b * bs, std::min(bs, size - b * bs));
-      if (l.owner) mine.push_back(Claim{b, l.slot});
-    }
+    const uint64_t unit_end = (b1 / unit + 1) * unit;
+    ClaimFree(key, size, b0 / unit * unit, b0, &mine);
+    ClaimFree(key, size, b1 + 1, unit_end, &mine);
     std::sort(mine.begin(), mine.end(),
               [](const Claim& x, const Claim& y) { return x.block < y.block; });
-  }
-  // While such fetches pay well, the next unit comes too, from a prefetch thread: the set is
-  // being read whole (an epoch), so twice as many of its GETs run at a time.
-  uint64_t ahead = 0;
-  if (by_block && !mine.empty() && AheadUnitPays()) {
-    const uint64_t unit = std::max<uint64_t>(1, options_.block_fetch_bytes / bs);
-    Job job{object, {}};
-    for (uint64_t b = (b1 / unit + 1) * unit; b < (b1 / unit + 2) * unit && b * bs < size;
-         ++b) {
-      if (memory_.Contains(key, b * bs)) continue;
-      BlockCache::Lookup l = memory_.Acquire(key, b * bs, std::min(bs, size - b * bs));
-      if (l.owner) job.claims.push_back(Claim{b, l.slot});
+    // While such fetches pay well, the next unit comes too, from a prefetch thread: the set is
+    // being read whole (an epoch), so twice as many of its GETs run at a time.
+    if (AheadUnitPays()) {
+      Job job{object, {}};
+      ClaimFree(key, size, unit_end, unit_end + unit, &job.claims);
+      ahead = job.claims.size();
+      if (!job.claims.empty()) Enqueue(std::move(job));
     }
-    ahead = job.claims.size();
-    if (!job.claims.empty()) Enqueue(std::move(job));
   }
   // Read-ahead first, so its requests run while this read waits for its own. The window is
   // claimed in whole parts of an eighth of it (about eight requests in flight): FUSE hands a

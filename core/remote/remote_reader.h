@@ -263,6 +263,10 @@ class RemoteReader {
                         std::vector<Extent>* out);
   Result<Bytes> GetMember(const std::shared_ptr<const RangeFetcher>& object, uint64_t begin,
                           uint64_t length);
+  // Appends to `out` a claim for each block in [from, to) of block key `key` (an object of
+  // `size` bytes) that memory neither holds nor has coming.
+  void ClaimFree(const std::string& key, uint64_t size, uint64_t from, uint64_t to,
+                 std::vector<Claim>* out);
   // Fetches claimed blocks (ascending; disk first, then one GET per contiguous run of misses);
   // every claim is fulfilled or failed.
   Status FetchBlocks(const RangeFetcher& object, const std::vector<Claim>& claims,
