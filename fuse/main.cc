@@ -499,8 +499,8 @@ int main(int argc, char** argv) {
   // glibc's dynamic mmap threshold soon served them from per-thread arenas, each keeping the
   // memory freed into it: peak RSS grew ~15 MiB further past --cache-size with the default 8
   // arenas per core (bench_remote). Request parts are their own mappings now (BlockCache::
-  // Allocate); what still comes from malloc in bulk is the disk cache's hits. A fixed low mmap
-  // threshold halved throughput when parts were malloc'd (a page-faulted mapping per block).
+  // Allocate), the disk cache's hits too. A fixed low mmap threshold halved throughput when
+  // parts were malloc'd (a page-faulted mapping per block).
   mallopt(M_ARENA_MAX, 2);
   Cli cli;
   CLI::App app{"packfs: mount pack sets (directories of STORED zip shards, or tar shards: .tar "

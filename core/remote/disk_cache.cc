@@ -253,9 +253,14 @@ std::optional<std::vector<DiskCache::Piece>> DiskCache::Cover(const Object& obj,
 }
 
 bool DiskCache::Read(const std::string& object, uint64_t offset, std::span<uint8_t> buf) {
-  if (buf.empty()) return true;
+  return Read(object, offset, buf.size(), [&] { return buf.data(); });
+}
+
+bool DiskCache::Read(const std::string& object, uint64_t offset, size_t length,
+                     const std::function<uint8_t*()>& place) {
+  if (length == 0) return true;
   const std::string name = NameOf(object);
-  const uint64_t end = offset + buf.size();
+  const uint64_t end = offset + length;
   std::shared_ptr<const Files> files;
   std::vector<Piece> pieces;
   {
@@ -273,6 +278,8 @@ bool DiskCache::Read(const std::string& object, uint64_t offset, std::span<uint8
     files = obj->files;
     pieces = std::move(*cover);
   }
+  const std::span<uint8_t> buf(place(), length);
+  if (buf.data() == nullptr) return false;
   // First reads verify whole extents, and copy their part of the request from what they read;
   // when every piece was read so, the request is complete without another pread. The extent is
   // hashed in chunks through one buffer on the stack: a whole-extent buffer (up to a member of
@@ -345,13 +352,6 @@ void DiskCache::DropExtent(const std::string& name, const Piece& p) {
   ++damaged_;
   auto it = objects_.find(name);
   if (it != objects_.end()) it->second.extents.erase({p.start, p.length});
-}
-
-std::optional<std::vector<uint8_t>> DiskCache::Get(const std::string& object, uint64_t start,
-                                                   size_t length) {
-  std::vector<uint8_t> data(length);
-  if (!Read(object, start, std::span<uint8_t>(data))) return std::nullopt;
-  return data;
 }
 
 void DiskCache::Put(const std::string& object, uint64_t start, std::span<const uint8_t> data) {

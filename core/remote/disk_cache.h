@@ -32,6 +32,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -64,9 +65,10 @@ class DiskCache {
   // is held, even if the object is evicted meanwhile: a reply can splice from it.
   std::shared_ptr<const UniqueFd> MapVerified(const std::string& object, uint64_t offset,
                                               uint64_t length);
-  // The `length` bytes of object at `start`, or nullopt (Read into a new vector).
-  std::optional<std::vector<uint8_t>> Get(const std::string& object, uint64_t start,
-                                          size_t length);
+  // Read of `length` bytes into memory asked for only once cached extents are found to cover
+  // them: `place` gives the destination then (null: read nothing), so a miss costs no buffer.
+  bool Read(const std::string& object, uint64_t offset, size_t length,
+            const std::function<uint8_t*()>& place);
   // Stores an extent (best effort); extents larger than a quarter of the capacity are skipped.
   void Put(const std::string& object, uint64_t start, std::span<const uint8_t> data);
 

@@ -150,12 +150,19 @@ Status RemoteReader::FetchBlocks(const RangeFetcher& object, const std::vector<C
   std::vector<Claim> missing;
   for (const Claim& c : claims) {
     if (disk_ && object.persistent()) {
-      // Read-ahead claims (or a read the disk covered only in part): these copy into memory.
-      std::optional<std::vector<uint8_t>> bytes =
-          disk_->Get(object.cache_key(), c.block * bs, block_len(c.block));
-      if (bytes) {
+      // Read-ahead claims (or a read the disk covered only in part): these copy into memory,
+      // into a part of the cache's own, as fetched blocks are (not a malloc'd vector: freed into
+      // an arena, those kept ~10 MiB resident past --cache-size on a first --disk-cache pass).
+      std::shared_ptr<BlockCache::Buffer> part;
+      const bool hit = disk_->Read(object.cache_key(), c.block * bs, block_len(c.block), [&] {
+        Result<std::shared_ptr<BlockCache::Buffer>> buf =
+            memory_.Allocate(block_len(c.block), {c.slot});
+        if (buf.ok()) part = std::move(*buf);
+        return part ? part->data() : nullptr;
+      });
+      if (hit) {
         ++disk_hits_;
-        memory_.Fulfill(c.slot, std::make_shared<const std::vector<uint8_t>>(std::move(*bytes)));
+        memory_.Fulfill(c.slot, BlockCache::Slice(part, 0, block_len(c.block)));
         continue;
       }
     }

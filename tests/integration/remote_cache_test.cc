@@ -610,6 +610,33 @@ TEST_F(RemoteCacheTest, DiskCacheServesASecondReaderWithoutRequests) {
   EXPECT_EQ(after_head, before + 1);  // the HEAD of Source()
 }
 
+TEST_F(RemoteCacheTest, BlocksOfAFetchUnitTheDiskHoldsAreReadFromItNotFetched) {
+  // A first reader fetching 256 KiB units leaves block 0 on disk; a second one fetching 512 KiB
+  // units reads a member in block 1: its unit's block 0 comes from the disk (into a part of the
+  // memory cache, counted there), only block 1 (and the unit ahead) from the server.
+  use_disk_ = true;
+  const uint64_t bs = RemoteReaderOptions{}.block_size;
+  {
+    RemoteReaderOptions o;
+    o.block_fetch_bytes = bs;
+    o.memory_bytes = 8 * bs;  // too few units to fetch one ahead
+    auto reader = NewReader(o);
+    auto src = Source(reader);
+    ReadMember(*src, 0, kSmall);
+    SettledFetched(*reader);
+    EXPECT_EQ(reader->stats().bytes_fetched, bs);
+  }
+  auto reader = NewReader();
+  auto src = Source(reader);
+  ReadMember(*src, 15 * kSmall, 16 * kSmall);  // 300,000: in block 1
+  SettledFetched(*reader);
+  const RemoteReaderStats s = reader->stats();
+  EXPECT_EQ(s.disk_hits, 1u);
+  EXPECT_LE(s.bytes_fetched, 3 * bs);  // block 1, and the next unit when fetched ahead
+  EXPECT_GE(s.memory_bytes, 2 * bs);
+  EXPECT_LE(s.memory_peak, reader->options().memory_bytes);
+}
+
 TEST_F(RemoteCacheTest, DamagedDiskCacheBytesAreRefetchedNeverServed) {
   const std::string key =
       CacheMembers({{6000000, 6000000 + 70000}, {7000000, 7000000 + 80000}});
