@@ -84,6 +84,14 @@ class ShardSource {
   // A file descriptor whose bytes at the same offsets are this source's (for zero-copy replies),
   // or -1 when the bytes are synthesized or remote.
   virtual int fd() const { return -1; }
+  // For a source without fd(): a local file holding its bytes [offset, offset + length) at the
+  // same offsets (a remote shard's disk cache), to hint the disk with (posix_fadvise) before the
+  // reads that will want them; never to serve bytes from, which may be unchecked yet. Null when
+  // there is none (the default). Cheap: no I/O.
+  virtual std::shared_ptr<const UniqueFd> HintFile(uint64_t offset, uint64_t length) const {
+    (void)offset, (void)length;
+    return nullptr;
+  }
   // Where bytes [offset, offset + length) of this source lie, when they lie contiguously in a
   // file-backed source: that source (fd() >= 0, kept open while the lease is held) and the offset
   // in it. nullopt when they do not (synthesized bytes, a range straddling pieces). Lets a source

@@ -73,8 +73,8 @@ void DirStream::Run() {
 }
 
 DirStream::Outcome DirStream::StreamExtent(const Extent& e) {
-  if (!e.lease || e.lease->fd() < 0 || e.to <= e.from) return Outcome::kSkipped;
-  const int fd = e.lease->fd();
+  const int fd = e.copy ? e.copy->get() : e.lease ? e.lease->fd() : -1;
+  if (fd < 0 || e.to <= e.from) return Outcome::kSkipped;
   std::optional<uint64_t> room = room_();
   if (!room || *room < 2 * (e.to - e.from) + kReserve) {
     stats_.CountStream(Stats::StreamEvent::kNoRoom);

@@ -46,11 +46,13 @@ class DirStream {
   static constexpr uint64_t kReserve = 64ull << 20;
   static constexpr uint64_t kCheckEvery = 4;  // chunks between two looks at the room
   static constexpr size_t kMaxDirs = 65536;   // directories remembered as asked for
-  // A range of a shard file to stream; the lease keeps its descriptor open.
+  // A range of a shard file to stream; the lease keeps its descriptor open. A shard without one
+  // (remote) is streamed from `copy`, its disk cache's file, instead.
   struct Extent {
     ShardLease lease;
     uint64_t from = 0;
     uint64_t to = 0;
+    std::shared_ptr<const UniqueFd> copy;
   };
   using ExtentsOf = std::function<std::vector<Extent>(uint64_t dir)>;
   using Room = std::function<std::optional<uint64_t>()>;

@@ -45,10 +45,11 @@ Result<std::unique_ptr<Filesystem>> Filesystem::Open(
   fs->shard_count_ = fs->catalog_->shard_count();
   fs->shard_seen_ = std::make_unique<std::atomic<bool>[]>(fs->shard_count_);
   if (options.verify_crc) fs->crc_ = std::make_unique<CrcTracker>(t.files + t.directories);
-  // Only shard files can be streamed: a mount of remote sources alone starts no thread (and
-  // never reads its catalog for it).
-  const bool any_files = std::any_of(fs->sources_.begin(), fs->sources_.end(),
-                                     [](const auto& src) { return src->shard_files(); });
+  // Only shard files (or local copies of remote shards) can be streamed: a mount of remote
+  // sources without a disk cache starts no thread (and never reads its catalog for it).
+  const bool any_files =
+      std::any_of(fs->sources_.begin(), fs->sources_.end(),
+                  [](const auto& src) { return src->shard_files() || src->local_copies(); });
   if (options.stream_dirs && any_files) {
     const Filesystem* self = fs.get();
     fs->stream_ = std::make_unique<DirStream>(

@@ -37,7 +37,7 @@ std::vector<DirStream::Extent> Filesystem::StreamExtents(uint64_t dir_id) const 
                                  [&](Node&& n) {
     if (n.is_dir() || n.size == 0) return true;
     SourceNode src = ToSource(n);
-    if (!src.set->shard_files()) return true;
+    if (!src.set->shard_files() && !src.set->local_copies()) return true;
     const uint64_t from = std::min(src.node.local_header_offset, src.node.data_offset);
     const uint64_t to = src.node.data_offset + src.node.size;
     auto it = std::find_if(spans.begin(), spans.end(), [&](const Span& s) {
@@ -58,8 +58,13 @@ std::vector<DirStream::Extent> Filesystem::StreamExtents(uint64_t dir_id) const 
     // read other directories' files too.
     if (s.bytes * 2 < s.to - s.from) continue;
     Result<ShardLease> lease = s.set->OpenShard(s.shard);
-    if (!lease.ok() || (*lease)->fd() < 0) continue;
-    out.push_back(DirStream::Extent{std::move(*lease), s.from, s.to});
+    if (!lease.ok()) continue;
+    if ((*lease)->fd() >= 0) {
+      out.push_back(DirStream::Extent{std::move(*lease), s.from, s.to, nullptr});
+    } else if (std::shared_ptr<const UniqueFd> copy = (*lease)->HintFile(s.from, s.to - s.from)) {
+      // A remote shard's disk cache holds the extent: streamed from there as from a shard file.
+      out.push_back(DirStream::Extent{std::move(*lease), s.from, s.to, std::move(copy)});
+    }
   }
   return out;
 }
@@ -71,8 +76,17 @@ void Filesystem::Prefetch(const Node& file, uint64_t max_bytes, uint64_t span) c
   // Its directory was streamed whole (core/read/dir_stream.h): its bytes came in already.
   if (stream_ && stream_->Streamed(file.parent)) return;
   Result<ShardLease> lease = src.set->OpenShard(src.node.shard);
-  if (!lease.ok() || (*lease)->fd() < 0) return;
+  if (!lease.ok()) return;
   const uint64_t from = MemberStart(src);
+  // A remote shard hints its disk cache's file where that holds the member: a cold copy costs a
+  // disk request as a local shard does, and the lookup is as early a moment to ask for it.
+  int fd = (*lease)->fd();
+  std::shared_ptr<const UniqueFd> copy;
+  if (fd < 0) {
+    copy = (*lease)->HintFile(from, src.node.data_offset + src.node.size - from);
+    if (!copy) return;
+    fd = copy->get();
+  }
   // At least `span` from the header on: a hint of exactly the member keeps the kernel from
   // reading ahead in the shard, so neighbours that are read too (an epoch) would each cost a disk
   // request of their own; where few are (a sample of the set), the span is bytes read for nothing.
@@ -89,9 +103,9 @@ void Filesystem::Prefetch(const Node& file, uint64_t max_bytes, uint64_t span) c
     }
     span = std::max(span, kPrefetchSpan);
   } else if (span > 0) {
-    span = JudgeHint(file, (*lease)->fd(), src) ? span : 0;
+    span = JudgeHint(file, fd, src) ? span : 0;
   }
-  HintMember((*lease)->fd(), src, span);
+  HintMember(fd, src, span);
 }
 
 uint64_t Filesystem::MemberStart(const SourceNode& src) {

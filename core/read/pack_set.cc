@@ -303,12 +303,13 @@ Result<std::unique_ptr<PackSet>> PackSet::FromSources(std::string label, const C
 Result<std::unique_ptr<PackSet>> PackSet::FromCatalog(
     std::string label, std::unique_ptr<Catalog> catalog,
     std::function<std::string(const std::string&)> file_of, std::string ref_prefix,
-    ShardOpener opener, std::string refresh_hint) {
+    ShardOpener opener, std::string refresh_hint, bool local_copies) {
   if (catalog == nullptr || !file_of || !opener) {
     return Status::InvalidArgument("PackSet::FromCatalog: needs a catalog, file_of and an opener");
   }
   std::unique_ptr<PackSet> ps(new PackSet());
   ps->dir_ = std::move(label);
+  ps->local_copies_ = local_copies;
   ps->catalog_ = std::move(catalog);
   for (const auto& p : ps->catalog_->problems()) ps->warnings_.push_back(p);
   const CatalogTotals& t = ps->catalog_->totals();

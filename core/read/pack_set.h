@@ -79,11 +79,12 @@ class PackSet {
   // describes them, shard i is opened through `opener` (which validates what it opens) and named
   // `file_of(name)` (e.g. its URL) / `ref_prefix + "/" + name` ("media/pack-0000.zip"), made
   // when needed. Unlike FromSources, members keep their once-per-member local header check.
-  // `label` names the set in messages; `refresh_hint` ends messages about a changed shard.
+  // `label` names the set in messages; `refresh_hint` ends messages about a changed shard;
+  // `local_copies`: the shards opened may keep local copies (local_copies()).
   static Result<std::unique_ptr<PackSet>> FromCatalog(
       std::string label, std::unique_ptr<Catalog> catalog,
       std::function<std::string(const std::string& name)> file_of, std::string ref_prefix,
-      ShardOpener opener, std::string refresh_hint);
+      ShardOpener opener, std::string refresh_hint, bool local_copies);
 
   // The bytes of file `file` as a source of their own (offset 0 = its first data byte; name =
   // `key`). Reads go through this set's pool and once-per-member header check; the set must
@@ -98,6 +99,9 @@ class PackSet {
   // Whether the shards are files of a directory (Open), local or on a network file system, as
   // opposed to remote objects (FromCatalog) or whole files (FromSources).
   bool shard_files() const { return shard_files_; }
+  // Whether shards that are not files may have local copies (a remote set's disk cache) that
+  // ShardSource::HintFile gives.
+  bool local_copies() const { return local_copies_; }
   const Catalog& catalog() const { return *catalog_; }
   const std::vector<std::string>& warnings() const { return warnings_; }
   bool using_catalog_file() const { return using_catalog_file_; }
@@ -203,6 +207,7 @@ class PackSet {
   bool raw_members_ = false;  // FromSources: no member headers
   bool on_network_fs_ = false;
   bool shard_files_ = false;
+  bool local_copies_ = false;
 };
 
 // Whether `path` lies on a file system where every request crosses a network or a user-space

@@ -333,6 +333,16 @@ bool DiskCache::Read(const std::string& object, uint64_t offset, size_t length,
 
 std::shared_ptr<const UniqueFd> DiskCache::MapVerified(const std::string& object,
                                                        uint64_t offset, uint64_t length) {
+  return Map(object, offset, length, true);
+}
+
+std::shared_ptr<const UniqueFd> DiskCache::MapCovered(const std::string& object,
+                                                      uint64_t offset, uint64_t length) {
+  return Map(object, offset, length, false);
+}
+
+std::shared_ptr<const UniqueFd> DiskCache::Map(const std::string& object, uint64_t offset,
+                                               uint64_t length, bool verified) {
   if (length == 0) return nullptr;
   const std::string name = NameOf(object);
   std::lock_guard<std::mutex> lock(mu_);
@@ -341,7 +351,7 @@ std::shared_ptr<const UniqueFd> DiskCache::MapVerified(const std::string& object
   std::optional<std::vector<Piece>> cover = Cover(*obj, offset, offset + length);
   if (!cover) return nullptr;
   for (const Piece& p : *cover) {
-    if (!p.verified) return nullptr;
+    if (verified && !p.verified) return nullptr;
   }
   // Aliases the shared Files: the data fd lives as long as any handle does.
   return std::shared_ptr<const UniqueFd>(obj->files, &obj->files->data);

@@ -65,6 +65,10 @@ class DiskCache {
   // is held, even if the object is evicted meanwhile: a reply can splice from it.
   std::shared_ptr<const UniqueFd> MapVerified(const std::string& object, uint64_t offset,
                                               uint64_t length);
+  // The same when extents cover the range, verified or not: for read-ahead hints on the file
+  // (posix_fadvise), never to serve its bytes.
+  std::shared_ptr<const UniqueFd> MapCovered(const std::string& object, uint64_t offset,
+                                             uint64_t length);
   // Read of `length` bytes into memory asked for only once cached extents are found to cover
   // them: `place` gives the destination then (null: read nothing), so a miss costs no buffer.
   bool Read(const std::string& object, uint64_t offset, size_t length,
@@ -113,6 +117,8 @@ class DiskCache {
   // Parses the log records past log_read (other mounts' and crash leftovers included).
   void RefreshLocked(const std::string& name, Object& obj);
   // Extents covering [begin, end), or nullopt.
+  std::shared_ptr<const UniqueFd> Map(const std::string& object, uint64_t offset,
+                                      uint64_t length, bool verified);
   static std::optional<std::vector<Piece>> Cover(const Object& obj, uint64_t begin, uint64_t end);
   // Forgets an extent whose bytes did not match (takes the lock).
   void DropExtent(const std::string& name, const Piece& p);

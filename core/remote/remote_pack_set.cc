@@ -177,8 +177,9 @@ Result<std::unique_ptr<PackSet>> OpenRemotePackSet(const std::string& location_i
     Result<std::string> url = store->UrlOf(name);
     return url.ok() ? *url : std::string();
   };
+  const bool disk_cached = reader->disk() != nullptr;
   return PackSet::FromCatalog(location, std::move(catalog), std::move(url_of), base,
-                              std::move(opener), std::move(hint));
+                              std::move(opener), std::move(hint), disk_cached);
 }
 
 }  // namespace packfs

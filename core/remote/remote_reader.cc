@@ -452,6 +452,12 @@ std::shared_ptr<const UniqueFd> RemoteReader::MapCached(const RangeFetcher& obje
   return fd;
 }
 
+std::shared_ptr<const UniqueFd> RemoteReader::HintCached(const RangeFetcher& object,
+                                                         uint64_t offset, uint64_t length) {
+  if (!disk_ || !object.persistent() || offset + length > object.size()) return nullptr;
+  return disk_->MapCovered(object.cache_key(), offset, length);
+}
+
 RemoteReaderStats RemoteReader::stats() const {
   RemoteReaderStats s;
   s.memory_hits = memory_hits_.load();

@@ -211,6 +211,10 @@ class RemoteReader {
   // Lets a reply splice cached bytes instead of copying them through this reader.
   std::shared_ptr<const UniqueFd> MapCached(const RangeFetcher& object, uint64_t offset,
                                             uint64_t length);
+  // The same file when the range is cached, verified or not (not counted): for read-ahead hints
+  // only (ShardSource::HintFile).
+  std::shared_ptr<const UniqueFd> HintCached(const RangeFetcher& object, uint64_t offset,
+                                             uint64_t length);
 
   // Whether fetching small members read at random by their blocks pays (see the top): judged
   // every kJudge blocks so fetched from the reads that found their blocks in memory meanwhile.

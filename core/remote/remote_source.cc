@@ -220,6 +220,11 @@ bool RemoteShardSource::ReadCachedRange(uint64_t offset, std::span<uint8_t> buf)
   return reader_ && reader_->ReadDiskCached(*object_, offset, buf);
 }
 
+std::shared_ptr<const UniqueFd> RemoteShardSource::HintFile(uint64_t offset,
+                                                           uint64_t length) const {
+  return reader_ ? reader_->HintCached(*object_, offset, length) : nullptr;
+}
+
 bool RemoteShardSource::LendCachedMember(uint64_t member_begin, uint64_t member_end,
                                          std::vector<Extent>* out) const {
   return reader_ && reader_->LendCachedMember(*object_, member_begin, member_end, out);

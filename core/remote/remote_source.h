@@ -79,6 +79,8 @@ class RemoteShardSource final : public ShardSource {
   bool LendCachedMember(uint64_t member_begin, uint64_t member_end,
                         std::vector<Extent>* out) const override;
   bool ReadCachedRange(uint64_t offset, std::span<uint8_t> buf) const override;
+  // The disk cache's file when it holds the range (RemoteReader::HintCached).
+  std::shared_ptr<const UniqueFd> HintFile(uint64_t offset, uint64_t length) const override;
 
   // With a reader whose disk cache holds the range (verified): that cache file, at the same
   // offsets, so the reply splices from local disk like a local shard's. nullopt otherwise.

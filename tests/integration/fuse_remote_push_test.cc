@@ -122,6 +122,7 @@ class RemotePushTest : public testing::FreshServedSetTest {
     uint64_t gets = 0;
     int pushed = 0;
     uint64_t lent = 0;
+    uint64_t streamed = 0;  // directory extents streamed into the page cache (so far)
   };
   // What a pass with pushing and one with -o nopush cost, for the test's log.
   static void Print(const Pass& pushed, const Pass& nopush) {
@@ -150,6 +151,7 @@ class RemotePushTest : public testing::FreshServedSetTest {
     p.reads = testing::MountStats(Mnt())["requests"]["read"].get<uint64_t>() - reads0;
     p.gets = server_->SettledRequests(uri) - gets0;
     p.pushed = pushed.value("files", 0);
+    p.streamed = testing::MountStats(Mnt())["dir_stream"]["extents"].get<uint64_t>();
     return p;
   }
   // A pushing pass, run once more when it READ half the files or more; the pass with fewer
@@ -267,8 +269,9 @@ TEST_F(RemotePushTest, ReadersTakingTurnsAreNotLentFollowers) {
 
 // With a disk cache, a second mount finds the set's bytes on local disk: the files after each
 // READ come from there and are pushed as from a local shard file, in a random order too (no
-// walk to lend them), with no GET more. Before, a remote set pushed only what a walk's
-// read-ahead held in memory, so a second epoch from the disk cache cost a READ a file.
+// walk to lend them), with no GET more, and the directory is streamed from the disk cache's
+// file once it is read through. Before, a remote set pushed only what a walk's read-ahead held
+// in memory, so a second epoch from the disk cache cost a READ a file.
 TEST_F(RemotePushTest, ASecondMountPushesFromTheDiskCacheAtRandom) {
   const std::string disk = tmp_ / "disk";
   auto args = [&](bool push) {
@@ -300,6 +303,8 @@ TEST_F(RemotePushTest, ASecondMountPushesFromTheDiskCacheAtRandom) {
   EXPECT_LT(pushed.reads, static_cast<uint64_t>(kFiles / 2));
   EXPECT_EQ(pushed.gets, 0u) << "the disk cache holds every byte";
   EXPECT_EQ(nopush.gets, 0u);
+  // The directory read through was streamed from the disk cache's file, as from a shard file.
+  EXPECT_EQ(pushed.streamed, 1u);
 }
 
 // A directory read at random by path, every file once (an epoch): once 15% of it was read, the

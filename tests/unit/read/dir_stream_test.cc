@@ -1,6 +1,7 @@
 // DirStream (core/read/dir_stream.h) on a real file on disk: an asked-for directory's extent, and
 // only it, ends up in the page cache, once per directory; an extent memory has no room for is
-// skipped; a stream whose room runs out stops part way; a stream stopped by the destructor ends.
+// skipped; a stream whose room runs out stops part way; a stream stopped by the destructor ends;
+// a shard without a file streams from its local copy.
 #include "core/read/dir_stream.h"
 
 #include <fcntl.h>
@@ -40,7 +41,7 @@ class DirStreamTest : public ::testing::Test {
     return [this, dir, from, to](uint64_t d) {
       ++asked_;
       std::vector<DirStream::Extent> out;
-      if (d == dir) out.push_back(DirStream::Extent{lease_, from, to});
+      if (d == dir) out.push_back(DirStream::Extent{lease_, from, to, nullptr});
       return out;
     };
   }
@@ -73,6 +74,33 @@ TEST_F(DirStreamTest, StreamsTheExtentOfADirectoryOnce) {
   EXPECT_EQ(stats_.stream_count(Stats::StreamEvent::kExtent), 1u);
   EXPECT_EQ(stats_.streamed_bytes(), 6 * kMiB + 512);
   EXPECT_EQ(stats_.stream_count(Stats::StreamEvent::kNoRoom), 0u);
+}
+
+TEST_F(DirStreamTest, AShardWithoutAFileIsStreamedFromItsLocalCopy) {
+  // A remote shard (here: in memory, fd() -1) whose disk cache holds the extent: the stream
+  // reads the copy's pages in; without a copy it streams nothing.
+  ShardLease remote = std::make_shared<MemoryShardSource>(
+      "remote", std::vector<uint8_t>(12 * kMiB, 7));
+  ASSERT_LT(remote->fd(), 0);
+  auto copy = std::make_shared<const UniqueFd>(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(copy->valid());
+  DirStream s(
+      [&](uint64_t d) {
+        std::vector<DirStream::Extent> out;
+        out.push_back(DirStream::Extent{remote, 2 * kMiB, 5 * kMiB, d == 1 ? copy : nullptr});
+        return out;
+      },
+      [] { return std::optional<uint64_t>(1ull << 40); }, stats_);
+  s.Want(2);
+  s.Drain();
+  EXPECT_EQ(CachedPages(0, 12 * kMiB), 0u);
+  EXPECT_EQ(stats_.streamed_bytes(), 0u);
+  s.Want(1);
+  s.Drain();
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  EXPECT_GE(CachedPages(2 * kMiB, 5 * kMiB) * 10, 3 * kMiB / page * 9);
+  EXPECT_EQ(CachedPages(6 * kMiB, 12 * kMiB), 0u);
+  EXPECT_EQ(stats_.streamed_bytes(), 3 * kMiB);
 }
 
 TEST_F(DirStreamTest, AnExtentMemoryHasNoRoomForIsSkipped) {
@@ -117,7 +145,7 @@ TEST_F(DirStreamTest, DestroyingItWithWorkQueuedEndsTheStream) {
   {
     DirStream s(
         [this](uint64_t) {
-          return std::vector<DirStream::Extent>{DirStream::Extent{lease_, 0, 12 * kMiB}};
+          return std::vector<DirStream::Extent>{DirStream::Extent{lease_, 0, 12 * kMiB, nullptr}};
         },
         [] { return std::optional<uint64_t>(1ull << 40); }, stats_);
     for (uint64_t d = 0; d < 100; ++d) s.Want(d);
