@@ -116,9 +116,10 @@ class DiskCache {
   Object* OpenLocked(const std::string& name, bool create);
   // Parses the log records past log_read (other mounts' and crash leftovers included).
   void RefreshLocked(const std::string& name, Object& obj);
-  // Extents covering [begin, end), or nullopt.
+  // MapVerified (verified: true) and MapCovered (false).
   std::shared_ptr<const UniqueFd> Map(const std::string& object, uint64_t offset,
                                       uint64_t length, bool verified);
+  // Extents covering [begin, end), or nullopt.
   static std::optional<std::vector<Piece>> Cover(const Object& obj, uint64_t begin, uint64_t end);
   // Forgets an extent whose bytes did not match (takes the lock).
   void DropExtent(const std::string& name, const Piece& p);
