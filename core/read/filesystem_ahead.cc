@@ -26,7 +26,8 @@ std::vector<DirStream::Extent> Filesystem::StreamExtents(uint64_t dir_id) const 
   Result<Node> dir = GetNode(dir_id);
   if (!dir.ok() || !dir->is_dir()) return out;
   // Per shard of a zip/tar source: the range from the first member's header to the last
-  // member's end, and the bytes of the members in it. Remote sources are left out.
+  // member's end, and the bytes of the members in it. A remote source counts only where its
+  // disk cache holds that range (ShardSource::HintFile), and is streamed from there.
   struct Span {
     const PackSet* set;
     uint32_t shard;
