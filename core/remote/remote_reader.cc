@@ -434,11 +434,14 @@ bool RemoteReader::SmallMember(uint64_t size, uint64_t member_begin, uint64_t me
          member_end - member_begin <= options_.whole_member_limit;
 }
 
+bool RemoteReader::DiskMayHold(const RangeFetcher& object, uint64_t offset,
+                               uint64_t length) const {
+  return disk_ && object.persistent() && length > 0 && offset + length <= object.size();
+}
+
 bool RemoteReader::ReadDiskCached(const RangeFetcher& object, uint64_t offset,
                                   std::span<uint8_t> buf) {
-  if (!disk_ || !object.persistent() || buf.empty() || offset + buf.size() > object.size()) {
-    return false;
-  }
+  if (!DiskMayHold(object, offset, buf.size())) return false;
   if (!disk_->Read(object.cache_key(), offset, buf)) return false;
   ++disk_hits_;
   return true;
@@ -446,7 +449,7 @@ bool RemoteReader::ReadDiskCached(const RangeFetcher& object, uint64_t offset,
 
 std::shared_ptr<const UniqueFd> RemoteReader::MapCached(const RangeFetcher& object,
                                                         uint64_t offset, uint64_t length) {
-  if (!disk_ || !object.persistent() || offset + length > object.size()) return nullptr;
+  if (!DiskMayHold(object, offset, length)) return nullptr;
   std::shared_ptr<const UniqueFd> fd = disk_->MapVerified(object.cache_key(), offset, length);
   if (fd) ++disk_hits_;
   return fd;
@@ -454,7 +457,7 @@ std::shared_ptr<const UniqueFd> RemoteReader::MapCached(const RangeFetcher& obje
 
 std::shared_ptr<const UniqueFd> RemoteReader::HintCached(const RangeFetcher& object,
                                                          uint64_t offset, uint64_t length) {
-  if (!disk_ || !object.persistent() || offset + length > object.size()) return nullptr;
+  if (!DiskMayHold(object, offset, length)) return nullptr;
   return disk_->MapCovered(object.cache_key(), offset, length);
 }
 

@@ -267,6 +267,9 @@ class RemoteReader {
                         std::vector<Extent>* out);
   Result<Bytes> GetMember(const std::shared_ptr<const RangeFetcher>& object, uint64_t begin,
                           uint64_t length);
+  // Whether the disk cache may hold bytes [offset, offset + length) of `object`: there is one,
+  // the object is kept there (persistent) and the range is non-empty and within it.
+  bool DiskMayHold(const RangeFetcher& object, uint64_t offset, uint64_t length) const;
   // Appends to `out` a claim for each block in [from, to) of block key `key` (an object of
   // `size` bytes) that memory neither holds nor has coming.
   void ClaimFree(const std::string& key, uint64_t size, uint64_t from, uint64_t to,
