@@ -28,8 +28,9 @@ explain the ratios.
 
 (c), full runs only: one epoch of torchvision's ImageFolder + DataLoader (bench/loader_epoch.py,
 run by /usr/bin/python3, where Debian's python3-torchvision installs) over JPEGs, on local loose
-files, packfs, loose files on sshfs and packfs over sshfs (1 ms), and over HTTP (5 ms): `rclone
-mount` of the loose JPEGs and packfs of their pack set's URL.
+files (page-cached and cold), packfs, a FUSE passthrough of the loose files (page-cached and
+cold: any FUSE mount's own limits), loose files on sshfs and packfs over sshfs (1 ms), and over
+HTTP (5 ms): `rclone mount` of the loose JPEGs and packfs of their pack set's URL.
 
 Passes run at most --shared-budget seconds (a contender once over it gets --shared-slow-budget
 from then on; one that got through less than a tenth is not repeated); the rate of a cut pass
@@ -46,7 +47,7 @@ import time
 from common import (Broken, TooSlow, drop_caches, is_mounted, make_small_files, mount, out,
                     packfs_stats, sh, stop_process, unmount, uring_enabled)
 from bench_remote import Proxy, Servers, free_port, raw_gets, wait_port
-from bench_small import stats_delta
+from bench_small import PASSTHROUGH, stats_delta
 import bench_shared_loader
 
 CHECK_FILES = 300  # files per contender compared byte for byte before measuring
@@ -382,16 +383,25 @@ def loader_contenders(args, work, www, sshd, proxy, delay):
     warm = Contender("local loose files, page cache warm", "cached", "dir", loose,
                      via_proxy=False)
     warm.warm = True  # read once before the epoch instead of dropping caches: decoding's limit
+    # Any FUSE mount's own limits here: bench/fuse_passthrough.cc over the loose files, its page
+    # cache warm (a FUSE file's cache, no request sent) and cold (a LOOKUP and a READ a file).
+    passthrough = os.path.join(args.build, "fuse_passthrough")
+    pt = [([passthrough, loose, mnt("passthrough")], mnt("passthrough"))]
+    pt_warm = Contender(f"{PASSTHROUGH} of the local loose files, page cache warm",
+                        "passthrough", "dir", mnt("passthrough"), pt, via_proxy=False)
+    pt_warm.warm = True
     cs = [warm, Contender("local loose files", "loose", "dir", loose, via_proxy=False),
           Contender("packfs (local)", "packfs", "dir", mnt("packfs"),
                     [([packfs, packset, mnt("packfs")], mnt("packfs"))], ours=True,
                     via_proxy=False),
+          pt_warm,
+          Contender(f"{PASSTHROUGH} of the local loose files", "passthrough", "dir",
+                    mnt("passthrough"), pt, via_proxy=False),
           Contender(f"loose files on sshfs {delay:g} ms", "loose", "dir",
                     os.path.join(mnt("sshfs"), os.path.relpath(loose, www)), [sshfs]),
           Contender(f"packfs over sshfs {delay:g} ms", "packfs", "dir", mnt("packfs"),
                     [sshfs, ([packfs, over, mnt("packfs")], mnt("packfs"))], ours=True)]
-    for c, storage in zip(cs, ("local", "local", "local", f"sshfs {delay:g} ms",
-                               f"sshfs {delay:g} ms")):
+    for c, storage in zip(cs, ("local",) * 5 + (f"sshfs {delay:g} ms",) * 2):
         c.storage = storage
     return cs
 

@@ -1,8 +1,10 @@
 """Part (c) of the shared-storage benchmark (issue 22 §2), full runs only: one epoch of a real
 loader, torchvision's ImageFolder + DataLoader (bench/loader_epoch.py: 4 workers, batch 32,
 decode and resize), over --shared-images JPEGs of 50-200 KiB in 5 class directories, on the
-local loose files already in the page cache (the decoding's own limit), the local loose files, packfs of their local pack set, the loose files on sshfs and packfs over
-sshfs (at the smallest sshfs delay), and over HTTP: `rclone mount` of the loose files and packfs
+local loose files already in the page cache (the decoding's own limit), the local loose files,
+packfs of their local pack set, a FUSE passthrough of the loose files (bench/fuse_passthrough.cc)
+with its page cache warm and cold (any FUSE mount's limits), the loose files on sshfs and packfs
+over sshfs (at the smallest sshfs delay), and over HTTP: `rclone mount` of the loose files and packfs
 of the pack set's URL (bench_shared.py makes those mounts).
 
 torchvision runs under /usr/bin/python3, where Debian's python3-torchvision installs (the

@@ -899,7 +899,11 @@ def shared_section(rows, L):
                f"({(lm.get('bytes') or 0) / 2**20:.0f} MiB) in {lm.get('classes')} class "
                "directories, one epoch, cold (mounts remade, page cache dropped). Images/s, "
                "median (spread); the dataset's construction (its directory scan) is timed "
-               "apart." if lm.get("images") else ""), "",
+               "apart. The page-cached rows read every file once before the epoch instead of "
+               "dropping the cache: the decoding's own limit, and with the FUSE passthrough "
+               "(`bench/fuse_passthrough.cc` over the loose files: cached as packfs is) any FUSE "
+               "mount's, whose cold row is what a LOOKUP and a READ a file cost around a loose "
+               "file's read." if lm.get("images") else ""), "",
               "| contender | images/s | × page-cached local files | × local loose files "
               "| × loose files on the same storage | scan (s) | requests/image |",
               "|---|---|---|---|---|---|---|"]
