@@ -4,6 +4,7 @@ several benchmarks read.
 
 Nothing here measures anything by itself; each bench_*.py module times its own contenders.
 """
+import fcntl
 import json
 import multiprocessing
 import os
@@ -158,24 +159,48 @@ def set_readahead_kb(mnt, kb):
 
 # The fuse module's switch for FUSE over io_uring (Linux 6.14+); absent on older kernels.
 URING_PARAM = "/sys/module/fuse/parameters/enable_uring"
+# Whoever switches enable_uring for a while holds this lock meanwhile (flock): the tests that do
+# (fuse_uring_test, hang_report_test) and the quick bench that scripts/test.sh runs beside them,
+# so that none of them puts back a value another one set, or switches it under another's mounts.
+URING_LOCK = os.path.join("/run/lock" if os.path.isdir("/run/lock") else "/tmp",
+                          "packfs-enable_uring.lock")
+_uring_lock_depth = 0  # uring_switch blocks of this process holding the lock (nested: once)
 
 
 @contextmanager
 def uring_switch(value):
-    """Sets enable_uring to `value` ("Y" or "N") for the block and puts the old value back;
-    yields whether the kernel has FUSE over io_uring at all."""
+    """Sets enable_uring to `value` ("Y" or "N") for the block and puts the old value back,
+    holding URING_LOCK; yields whether the kernel has FUSE over io_uring at all. "N" where it is
+    N already (the kernel's default) writes nothing and takes no lock: a whole bench run is such
+    a block, and the lock is for the blocks that turn the ring on."""
+    global _uring_lock_depth
     if not os.path.exists(URING_PARAM):
         yield False
         return
-    with open(URING_PARAM) as f:
-        was = f.read().strip()
-    with open(URING_PARAM, "w") as f:
-        f.write(value)
+    lock = None
+    if _uring_lock_depth == 0:
+        if value == "N":
+            with open(URING_PARAM) as f:
+                if f.read().strip() == "N":
+                    yield True
+                    return
+        lock = open(URING_LOCK, "a")
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    _uring_lock_depth += 1
     try:
-        yield True
-    finally:
+        with open(URING_PARAM) as f:
+            was = f.read().strip()
         with open(URING_PARAM, "w") as f:
-            f.write(was)
+            f.write(value)
+        try:
+            yield True
+        finally:
+            with open(URING_PARAM, "w") as f:
+                f.write(was)
+    finally:
+        _uring_lock_depth -= 1
+        if lock:
+            lock.close()  # releases the flock
 
 
 def uring_enabled():

@@ -7,10 +7,13 @@
 // readers running ends the daemon.
 //
 // The kernel takes FUSE io_uring commands only while the fuse module parameter enable_uring is
-// Y; the suite sets it (CI runs as root) and puts the old value back at the end.
+// Y; the suite sets it (CI runs as root) and puts the old value back at the end, holding the
+// lock everyone who switches it holds meanwhile (bench/common.py, URING_LOCK), so that it never
+// puts back a value another test or the bench beside it set.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -61,10 +64,21 @@ bool ReadWhole(const std::string& path, std::string* out) {
 class FuseUringTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (::access(kParam, F_OK) == 0) old_param_ = testing::ReadFile(kParam).substr(0, 1);
+    if (::access(kParam, F_OK) != 0) return;
+    const char* dir = ::access("/run/lock", F_OK) == 0 ? "/run/lock" : "/tmp";
+    const std::string lock = std::string(dir) + "/packfs-enable_uring.lock";
+    lock_fd_ = ::open(lock.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    // Waits up to 10 minutes for whoever holds it (a quick bench's block with the ring on).
+    for (int i = 0; lock_fd_ >= 0 && i < 6000; ++i) {
+      if (::flock(lock_fd_, LOCK_EX | LOCK_NB) == 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    old_param_ = testing::ReadFile(kParam).substr(0, 1);
   }
   static void TearDownTestSuite() {
     if (!old_param_.empty()) SetParam(old_param_);
+    if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the lock
+    lock_fd_ = -1;
   }
   void SetUp() override {
     if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse here";
@@ -117,6 +131,7 @@ class FuseUringTest : public ::testing::Test {
   }
 
   static inline std::string old_param_;
+  static inline int lock_fd_ = -1;
   TempDir tmp_;
   std::string big_;
   std::string extra_;
