@@ -17,7 +17,7 @@ import os
 import shutil
 import subprocess
 
-from common import ROOT, drop_caches, sh
+from common import ROOT, cpu_delta, cpu_snapshot, drop_caches, sh
 
 PYTHON = "/usr/bin/python3"
 LOADER = os.path.join(ROOT, "bench", "loader_epoch.py")
@@ -129,7 +129,9 @@ def run(args, work, ds, rows, www, contenders, proxy):
                         while fh.read(1 << 20):
                             pass
             before = proxy.counts()
+            cpu0 = cpu_snapshot()
             res, err = epoch(c.root, r, budget)
+            cpu = cpu_delta(cpu0, cpu_snapshot())
             after = proxy.counts()
             c.close()
             if res is None:
@@ -140,6 +142,7 @@ def run(args, work, ds, rows, www, contenders, proxy):
             else:
                 row = {"bench": "shared-loader", "contender": c.name, "repeat": r,
                        "storage": getattr(c, "storage", None), "role": c.role, **res,
+                       "cpu": cpu,
                        "proxy": {"requests": after["chunks"] - before["chunks"]}
                        if after and before and c.via_proxy else None}
                 if not res["complete"]:

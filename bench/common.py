@@ -209,6 +209,47 @@ def uring_enabled():
     return uring_switch("Y")
 
 
+# Processes of the storage a shared-storage pass reads through (cpu_snapshot's "transport").
+TRANSPORT_COMMS = {"sshfs", "ssh", "sshd", "sftp-server", "nginx", "rclone"}
+
+
+def cpu_snapshot():
+    """CPU seconds so far: the machine's busy time over all CPUs ("busy": /proc/stat, idle and
+    iowait left out), and per pid those of packfs daemons ("daemon") and of the storage's own
+    processes ("transport": TRANSPORT_COMMS and tests/support/delay_proxy.py). cpu_delta of two
+    tells what a pass cost each; a process that ended between them is not counted."""
+    tck = os.sysconf("SC_CLK_TCK")
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    snap = {"busy": (sum(v) - v[3] - v[4]) / tck, "pids": {}}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                head, tail = f.read().rsplit(")", 1)
+            comm = head.split("(", 1)[1]
+            role = ("daemon" if comm == "packfs" else
+                    "transport" if comm in TRANSPORT_COMMS else None)
+            if role is None and comm.startswith("python"):
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    role = "transport" if b"delay_proxy" in f.read() else None
+            if role:
+                t = tail.split()
+                snap["pids"][pid] = (role, (int(t[11]) + int(t[12])) / tck)
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+    return snap
+
+
+def cpu_delta(a, b):
+    """{"busy", "daemon", "transport"}: CPU seconds between two cpu_snapshot()s."""
+    out = {"busy": b["busy"] - a["busy"], "daemon": 0.0, "transport": 0.0}
+    for pid, (role, secs) in b["pids"].items():
+        out[role] += secs - a["pids"].get(pid, (role, 0.0))[1]
+    return out
+
+
 def _own_cgroup(hierarchy):
     """This process's path in a cgroup hierarchy ("memory" for v1, "" for v2), or None."""
     with open("/proc/self/cgroup") as f:

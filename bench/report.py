@@ -905,10 +905,14 @@ def shared_section(rows, L):
                "dropping the cache: the decoding's own limit, and with the FUSE passthrough "
                "(`bench/fuse_passthrough.cc` over the loose files: cached as packfs is) any FUSE "
                "mount's, whose cold row is what a LOOKUP and a READ a file cost around a loose "
-               "file's read." if lm.get("images") else ""), "",
+               "file's read. CPU seconds over the loader's run (its start included, median): "
+               "the machine's busy time on all CPUs, of which packfs daemons' and the storage's "
+               "own processes' (sshfs, ssh, sshd, sftp-server, nginx, rclone, the delay proxy); "
+               "the rest is mostly the loader's." if lm.get("images") else ""), "",
               "| contender | images/s | × page-cached local files | × local loose files "
-              "| × loose files on the same storage | scan (s) | requests/image |",
-              "|---|---|---|---|---|---|---|"]
+              "| × loose files on the same storage | scan (s) | requests/image "
+              "| CPU s: all | packfs | storage |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
         by = collections.defaultdict(list)
         for r in loader:
             by[r["contender"]].append(r)
@@ -923,16 +927,19 @@ def shared_section(rows, L):
                 same[ok[0].get("storage")] = med([r["images_per_s"] for r in ok])
         for c, rs in by.items():
             if any("dead" in r for r in rs):
-                L.append(f"| {c} | {rs[0]['dead']} | | | | | |")
+                L.append(f"| {c} | {rs[0]['dead']} | | | | | | | | |")
                 continue
             xs = [r["images_per_s"] for r in rs]
             rq = [(r.get("proxy") or {}).get("requests") for r in rs]
             rq = [q / r["images"] for q, r in zip(rq, rs) if q is not None and r["images"]]
+            cpu = lambda k: med([(r.get("cpu") or {}).get(k) for r in rs])  # noqa: E731
             L.append(f"| {c} | {med(xs):.0f} ({min(xs):.0f}–{max(xs):.0f}) | "
                      f"{fmt_ratio(med(xs), cached)} | {fmt_ratio(med(xs), base)} | "
                      f"{fmt_ratio(med(xs), same.get(rs[0].get('storage')))} | "
                      f"{med([r['scan_seconds'] for r in rs]):.2f} | "
-                     + (f"{med(rq):.2f}" if rq else "—") + " |")
+                     + (f"{med(rq):.2f}" if rq else "—") + " | "
+                     + " | ".join("—" if cpu(k) is None else f"{cpu(k):.2f}"
+                                  for k in ("busy", "daemon", "transport")) + " |")
     L.append("")
 
 
