@@ -1,8 +1,8 @@
 """Mount start and memory vs member count (issue 4, part 3): time from starting the daemon until
 a `stat` of a member answers, the daemon's peak RSS (VmHWM) then and after `find MNT | wc -l`, and
-the time of that find and the CPU it took (find's own, which is mostly the kernel making a
-dentry and an inode for each entry a READDIRPLUS hands it, and the daemon's); packfs with its catalog and with `--catalog none` (index the shards at
-mount), and fuse-zip on one zip of the same members where it finishes within --mount-budget.
+the time of that find and the CPU it took (find's own, which is mostly the kernel making a dentry
+and an inode for each entry a READDIRPLUS hands it, and the daemon's); packfs with its catalog
+and with `--catalog none` (index the shards at mount), and fuse-zip on one zip of the same members where it finishes within --mount-budget.
 A find that runs past --find-budget is recorded as too slow once; later repeats of that
 contender and member count measure the first stat only (fuse-zip on 1M members).
 

@@ -4,8 +4,9 @@ decode and resize), over --shared-images JPEGs of 50-200 KiB in 5 class director
 local loose files already in the page cache (the decoding's own limit), the local loose files,
 packfs of their local pack set, a FUSE passthrough of the loose files (bench/fuse_passthrough.cc)
 with its page cache warm and cold (any FUSE mount's limits), the loose files on sshfs and packfs
-over sshfs (at the smallest sshfs delay), and over HTTP: `rclone mount` of the loose files and packfs
-of the pack set's URL (bench_shared.py makes those mounts).
+over sshfs (at the smallest sshfs delay), and over HTTP: `rclone mount` of the loose files and
+packfs of the pack set's URL (bench_shared.py makes those mounts). Each epoch also records the
+CPU it cost (common.cpu_snapshot): the machine's, the packfs daemons' and the storage's.
 
 torchvision runs under /usr/bin/python3, where Debian's python3-torchvision installs (the
 python3 first on PATH may be another one). It is large, so it is installed here, on demand, only

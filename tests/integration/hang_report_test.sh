@@ -38,8 +38,8 @@ trap 'cleanup; [[ -n $param_was ]] && echo "$param_was" > "$param"' EXIT
 
 # Waits until every thread of process $1 is stopped. kill -STOP returns once the signal is
 # queued; the threads stop one by one as the group stop reaches them, and on a loaded machine a
-# FUSE worker may still answer a request meanwhile (seen: a reader started right after the kill
-# got its file whole, under ctest -j2).
+# FUSE worker may still answer a request meanwhile. (Once, under ctest -j2, a reader started
+# right after the kill got its file whole: the likely way, not one reproduced.)
 wait_stopped() {
   local pid=$1 t state all
   for _ in $(seq 500); do
@@ -65,7 +65,8 @@ run_case() {
   if [[ ${DAEMON:-0} == 1 ]]; then
     local rel
     rel=$(basename "$tmp")
-    (cd "$(dirname "$tmp")" && "$build/packfs" "$@" "$rel/pack" "$rel/mnt" 2> "$tmp/packfs.log" 9>&-) ||
+    (cd "$(dirname "$tmp")" &&
+      "$build/packfs" "$@" "$rel/pack" "$rel/mnt" 2> "$tmp/packfs.log" 9>&-) ||
       { fail "$*: packfs in the background did not mount: $(cat "$tmp/packfs.log")"; return; }
     server=$(pgrep -f "packfs .*$rel/mnt\$")
     [[ $server =~ ^[0-9]+$ ]] || { fail "$*: cannot tell the background server: '$server'"; return; }
