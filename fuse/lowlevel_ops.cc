@@ -356,11 +356,17 @@ void ReadDirCommon(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool 
     // Smallest entry: 24 bytes of header + name (readdir), plus 128 of attributes (plus); ask
     // the catalog for about as many entries as can fit.
     size_t per_entry = plus ? 160 : 32;
+    const uint64_t want = size / per_entry + 1;
     std::vector<DirEntry> entries;
-    Status st = s.fs->ReadDir(ino, static_cast<uint64_t>(off), size / per_entry + 1, &entries);
-    if (!st.ok()) return ReplyStatus(req, op, ino, st);
+    if (std::optional<std::vector<DirEntry>> kept = s.listing_ahead->Take(ino, off)) {
+      entries = std::move(*kept);
+    } else {
+      Status st = s.fs->ReadDir(ino, static_cast<uint64_t>(off), want, &entries);
+      if (!st.ok()) return ReplyStatus(req, op, ino, st);
+    }
     std::vector<char> buf(size);
     size_t used = 0;
+    size_t sent = 0;
     for (const DirEntry& d : entries) {
       size_t room = size - used;
       size_t need;
@@ -375,9 +381,25 @@ void ReadDirCommon(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool 
       }
       if (need > room) break;  // not added; the kernel asks again from this entry's offset
       used += need;
+      ++sent;
       if (plus && s.pusher && d.name != "." && d.name != "..") s.pusher->Known(d.attr.ino);
     }
     fuse_reply_buf(req, buf.data(), used);
+    // Not at the end (the reply was full, or the catalog gave all that was asked): read the
+    // next part now, while the kernel takes this one in (fuse/listing_ahead.h). The request is
+    // answered: nothing here may throw into Guard, and a failure only leaves the part unread.
+    if (sent == 0 || (sent == entries.size() && entries.size() < want)) return;
+    const uint64_t next = entries[sent - 1].next_offset;
+    bool reserved = false;
+    std::vector<DirEntry> ahead;
+    try {
+      reserved = s.listing_ahead->Reserve(ino, next);
+      if (reserved && !s.fs->ReadDir(ino, next, want, &ahead).ok()) ahead.clear();
+    } catch (...) {
+      ahead.clear();
+    }
+    // Filled even when unread, so that a request waiting for the part reads it itself.
+    if (reserved) s.listing_ahead->Fill(ino, next, std::move(ahead));
   });
 }
 

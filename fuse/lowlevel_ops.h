@@ -5,8 +5,8 @@
 //
 // Thread-safety: callbacks run on any worker of the multi-threaded session loop at once; they keep
 // no state of their own beyond the SessionState reached through fuse_req_userdata, which the
-// caller owns and keeps alive (unchanged, apart from its atomics and its thread-safe read
-// buffers) until the session is destroyed.
+// caller owns and keeps alive (unchanged, apart from its atomics, its thread-safe read buffers
+// and listing parts) until the session is destroyed.
 // No C++ exception leaves a callback: each catches everything and replies EIO.
 #pragma once
 
@@ -15,9 +15,11 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 
 #include "core/base/status.h"
 #include "core/read/filesystem.h"
+#include "fuse/listing_ahead.h"
 #include "fuse/logger.h"
 #include "fuse/push.h"
 #include "fuse/read_buffers.h"
@@ -95,6 +97,9 @@ struct SessionState {
   // The mount's device ("MAJ:MIN", fuse/read_ahead.h MountDevice), looked up once it is mounted,
   // before any request is served; empty when unknown.
   std::string device;
+  // The next part of each directory listing under way (thread-safe; shared with main's stats
+  // attribute, SessionParams::listing_ahead).
+  std::shared_ptr<ListingAhead> listing_ahead = std::make_shared<ListingAhead>();
 };
 
 // The operation table (read-only ops implemented; every mutating op replies EROFS).

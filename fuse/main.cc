@@ -379,6 +379,9 @@ int RunMount(const Plan& plan, int ready_fd) {
   // The FUSE workers' reply buffers: what they keep joins the stats attribute.
   auto read_buffers = std::make_shared<ReadBuffers>();
   AddStats(opened.fs.extra_stats, [b = read_buffers] { return b->Json(); });
+  // So do the listings' parts read ahead (fuse/listing_ahead.h).
+  auto listing_ahead = std::make_shared<ListingAhead>();
+  AddStats(opened.fs.extra_stats, [l = listing_ahead] { return l->Json(); });
   // So do the workers' turns (fuse/worker_loop.h).
   auto worker_counters = std::make_shared<WorkerCounters>();
   AddStats(opened.fs.extra_stats, [w = worker_counters] { return w->Json(); });
@@ -424,6 +427,7 @@ int RunMount(const Plan& plan, int ready_fd) {
   params.io_uring_asked = plan.mount.io_uring.value_or(false);
   params.uring_counters = uring_counters;
   params.read_buffers = read_buffers;
+  params.listing_ahead = listing_ahead;
   params.active_threads = plan.mount.active_threads.value_or(-1);
   params.worker_counters = worker_counters;
   auto on_ready = [&log, &ready_fd, daemon] {

@@ -161,6 +161,7 @@ Status ServeMount(const Filesystem& fs, const ServeConfig& config, const Session
   SessionState state;
   state.fs = &fs;
   if (params.read_buffers) state.read_buffers = params.read_buffers;
+  if (params.listing_ahead) state.listing_ahead = params.listing_ahead;
   state.log = &log;
   state.config = config;
   state.on_ready = std::move(on_ready);

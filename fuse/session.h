@@ -38,6 +38,8 @@ struct SessionParams {
   // The workers' reply buffers, whose Json() the caller puts in the stats attribute (null: the
   // session makes its own).
   std::shared_ptr<ReadBuffers> read_buffers;
+  // The listings' parts read ahead, likewise (fuse/listing_ahead.h).
+  std::shared_ptr<ListingAhead> listing_ahead;
 };
 
 // Returns OK after a clean unmount. Fails (before anything is served, leaving nothing mounted)

@@ -1,5 +1,6 @@
 // Real packfs mounts of the interop fixtures and of freshly packed trees: hashes, diff -r, find,
 // sizes, modes, mtimes, xattrs, stats JSON, EROFS on every write, and mount-time errors.
+#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -7,7 +8,10 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
+#include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -352,6 +356,50 @@ TEST(CatalogModeTest, CatalogFileAndNoneServeTheSameTree) {
     auto diff = testing::Run({"diff", "-r", tmp / "tree", m.path()});
     EXPECT_EQ(diff.exit_code, 0) << diff.out;
   }
+}
+
+// Large directories list whole and in catalog order, each entry once, also while several
+// readers list them at once on a fresh mount: every part after a listing's first is read ahead
+// while the kernel takes in the one before (fuse/listing_ahead.h), and the requests for them are
+// answered from it (`listing_ahead` in the stats attribute).
+TEST(ListingTest, LargeDirectoriesListWholeWhileListedAtOnce) {
+  if (!testing::FuseAvailable()) GTEST_SKIP() << "no /dev/fuse here";
+  testing::TempDir tmp;
+  constexpr int kDirs = 4;
+  constexpr int kFiles = 1500;  // several READDIRPLUS replies each
+  std::vector<std::vector<std::string>> want(kDirs);
+  for (int d = 0; d < kDirs; ++d) {
+    for (int i = 0; i < kFiles; ++i) {
+      char name[32];
+      std::snprintf(name, sizeof name, "file-%05d.bin", i);
+      want[d].push_back(name);
+      testing::WriteFile(tmp / ("tree/d" + std::to_string(d) + "/" + name), "x");
+    }
+  }
+  testing::MakePythonPack(tmp / "tree", tmp / "media", 2000);
+  ASSERT_EQ(::mkdir((tmp / "mnt").c_str(), 0755), 0);
+  testing::Mount m({tmp / "media"}, tmp / "mnt");
+  ASSERT_TRUE(m.ok()) << m.result().err;
+  // Two readers a directory, all eight at once.
+  std::vector<std::vector<std::string>> got(2 * kDirs);
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2 * kDirs; ++r) {
+    readers.emplace_back([&, r] {
+      DIR* dir = ::opendir((m.path() + "/d" + std::to_string(r % kDirs)).c_str());
+      if (dir == nullptr) return;
+      while (const dirent* e = ::readdir(dir)) {
+        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+          got[r].push_back(e->d_name);
+        }
+      }
+      ::closedir(dir);
+    });
+  }
+  for (auto& t : readers) t.join();
+  for (int r = 0; r < 2 * kDirs; ++r) EXPECT_EQ(got[r], want[r % kDirs]) << "reader " << r;
+  const nlohmann::json ahead = testing::MountStats(m.path())["listing_ahead"];
+  EXPECT_GE(ahead["used"].get<uint64_t>(), 1u) << ahead.dump();
+  EXPECT_LE(ahead["used"].get<uint64_t>(), ahead["kept"].get<uint64_t>()) << ahead.dump();
 }
 
 // The mount's kernel read-ahead (fuse/read_ahead.h): 512 KiB by default, so a sequential
