@@ -28,7 +28,7 @@ import sys
 import time
 
 from bench_epoch import read_whole
-from common import can_drop_caches, drop_caches, is_mounted, packfs_stats, unmount
+from common import busy_cpu_s, can_drop_caches, drop_caches, is_mounted, packfs_stats, unmount
 
 
 def parse_variant(text, build):
@@ -39,12 +39,6 @@ def parse_variant(text, build):
     if not name or any(len(kv) != 2 for kv in pairs):
         sys.exit(f"ab.py: variant {text!r}: want NAME=[BINARY][:OPTIONS][:ENV=VALUE,...]")
     return name, binary or os.path.join(build, "packfs"), opts, dict(pairs)
-
-
-def busy_ticks():
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return sum(v) - v[3] - v[4]
 
 
 def one_pass(args, variant, threads, mnt):
@@ -73,9 +67,9 @@ def one_pass(args, variant, threads, mnt):
             cmd += ["--split", str(args.split)]
         if args.timeline:
             cmd += ["--timeline", str(args.timeline)]
-        t0 = busy_ticks()
+        t0 = busy_cpu_s()
         res = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
-        ticks = busy_ticks() - t0
+        cpu_s = busy_cpu_s() - t0
         after = packfs_stats(mnt) or {}
     finally:
         unmount(mnt)
@@ -83,7 +77,7 @@ def one_pass(args, variant, threads, mnt):
     req = lambda k: (after.get("requests", {}).get(k, 0)  # noqa: E731
                      - before.get("requests", {}).get(k, 0)) / n
     return {"files_per_s": res["files_per_s"], "errors": res["errors"],
-            "cpu_us": ticks * 1e6 / os.sysconf("SC_CLK_TCK") / n,
+            "cpu_us": cpu_s * 1e6 / n,
             "read": req("read"), "lookup": req("lookup"),
             "ring": after.get("io_uring", {}).get("requests", 0)
             - before.get("io_uring", {}).get("requests", 0) > 0,

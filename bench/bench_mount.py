@@ -15,7 +15,7 @@ import subprocess
 import time
 from contextlib import nullcontext
 
-from common import Broken, drop_caches, sh, unmount, uring_enabled
+from common import Broken, drop_caches, proc_cpu_s, sh, unmount, uring_enabled
 
 
 def ensure_members_set(args, work, n, one_zip=False, ds=None):
@@ -48,16 +48,6 @@ def children_cpu_s():
     """User + system CPU seconds of this process's waited-for children (and theirs)."""
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
-
-
-def proc_cpu_s(pid):
-    """User + system CPU seconds of a running process so far, or None."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def vm_hwm_kib(pid):

@@ -213,32 +213,51 @@ def uring_enabled():
 TRANSPORT_COMMS = {"sshfs", "ssh", "sshd", "sftp-server", "nginx", "rclone"}
 
 
-def cpu_snapshot():
-    """CPU seconds so far: the machine's busy time over all CPUs ("busy": /proc/stat, idle and
-    iowait left out), and per pid those of packfs daemons ("daemon") and of the storage's own
-    processes ("transport": TRANSPORT_COMMS and tests/support/delay_proxy.py). cpu_delta of two
-    tells what a pass cost each; a process that ended between them is not counted."""
-    tck = os.sysconf("SC_CLK_TCK")
+def busy_cpu_s():
+    """The machine's busy CPU seconds so far, over all CPUs (/proc/stat: all but idle and
+    iowait)."""
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:]]
-    snap = {"busy": (sum(v) - v[3] - v[4]) / tck, "pids": {}}
+    return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_stat(pid):
+    """(comm, user + system CPU seconds so far) of process `pid`, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            head, tail = f.read().rsplit(")", 1)
+        t = tail.split()
+        return head.split("(", 1)[1], (int(t[11]) + int(t[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def proc_cpu_s(pid):
+    """User + system CPU seconds of a running process so far, or None."""
+    st = proc_stat(pid)
+    return st[1] if st else None
+
+
+def cpu_snapshot():
+    """CPU seconds so far: the machine's busy time over all CPUs ("busy", busy_cpu_s), and per
+    pid those of packfs daemons ("daemon") and of the storage's own processes ("transport":
+    TRANSPORT_COMMS and tests/support/delay_proxy.py). cpu_delta of two tells what a pass cost
+    each; a process that ended between them is not counted."""
+    snap = {"busy": busy_cpu_s(), "pids": {}}
     for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                head, tail = f.read().rsplit(")", 1)
-            comm = head.split("(", 1)[1]
-            role = ("daemon" if comm == "packfs" else
-                    "transport" if comm in TRANSPORT_COMMS else None)
-            if role is None and comm.startswith("python"):
+        st = proc_stat(pid) if pid.isdigit() else None
+        if st is None:
+            continue  # not a process, or gone meanwhile
+        comm, secs = st
+        role = "daemon" if comm == "packfs" else "transport" if comm in TRANSPORT_COMMS else None
+        if role is None and comm.startswith("python"):
+            try:
                 with open(f"/proc/{pid}/cmdline", "rb") as f:
                     role = "transport" if b"delay_proxy" in f.read() else None
-            if role:
-                t = tail.split()
-                snap["pids"][pid] = (role, (int(t[11]) + int(t[12])) / tck)
-        except (OSError, IndexError, ValueError):
-            continue  # gone meanwhile
+            except OSError:
+                continue
+        if role:
+            snap["pids"][pid] = (role, secs)
     return snap
 
 
